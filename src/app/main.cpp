@@ -1,0 +1,67 @@
+// depthbench: the MPI-launched executable. MPI is initialised once here for every subcommand
+// (Open MPI runs as a singleton without mpirun), errors become one line and a non-zero exit.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "app/commands.hpp"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"train", db::app::run_train_command, "train one model from an INI config"},
+    {"bench", db::app::run_bench_command, "measure training throughput of one shape"},
+    {"tokenize", db::app::run_tokenize_command, "turn text into token files"},
+    {"plan", db::app::run_plan_command, "print every run of a suite without training"},
+    {"sweep", db::app::run_sweep_command, "run a suite over MPI communicators"},
+    {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file"},
+};
+
+void print_usage() {
+  std::printf("usage: depthbench COMMAND [options]   (COMMAND --help for its options)\n\n");
+  for (const Command& c : kCommands) std::printf("  %-9s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int exit_code = 2;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    if (rank == 0) print_usage();
+    exit_code = argc < 2 ? 2 : 0;
+  } else {
+    const Command* chosen = nullptr;
+    for (const Command& c : kCommands)
+      if (std::string(argv[1]) == c.name) chosen = &c;
+    if (!chosen) {
+      if (rank == 0) std::fprintf(stderr, "depthbench: unknown command '%s'\n", argv[1]);
+      if (rank == 0) print_usage();
+    } else {
+      try {
+        exit_code = chosen->run(argc - 1, argv + 1);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "depthbench %s: error: %s\n", chosen->name, e.what());
+        std::fflush(stderr);
+        // A failed rank must not leave its peers waiting in a collective.
+        int size = 1;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+        exit_code = 1;
+      }
+    }
+  }
+  MPI_Finalize();
+  return exit_code;
+}
