@@ -3,11 +3,22 @@ find_package(MPI REQUIRED COMPONENTS C CXX)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options unit_test_framework)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
-set(BLA_VENDOR OpenBLAS)
-find_package(BLAS REQUIRED)
-find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread openblas-openmp)
+# OpenBLAS built for OpenMP: inside our own parallel loops it runs single-threaded instead of
+# oversubscribing the cores with its own pthreads.
+find_library(BLAS_LIBRARIES NAMES openblas
+             PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib64/openblas-openmp NO_DEFAULT_PATH)
+find_path(CBLAS_INCLUDE_DIR cblas.h
+          PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/openblas-openmp NO_DEFAULT_PATH)
+if(NOT BLAS_LIBRARIES OR NOT CBLAS_INCLUDE_DIR)
+  message(WARNING "OpenMP OpenBLAS (libopenblas-openmp-dev) not found, using the default OpenBLAS")
+  unset(BLAS_LIBRARIES CACHE)
+  unset(CBLAS_INCLUDE_DIR CACHE)
+  set(BLA_VENDOR OpenBLAS)
+  find_package(BLAS REQUIRED)
+  find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread openblas-openmp)
+endif()
 if(NOT CBLAS_INCLUDE_DIR)
-  message(FATAL_ERROR "cblas.h not found: install libopenblas-dev")
+  message(FATAL_ERROR "cblas.h not found: install libopenblas-openmp-dev")
 endif()
 
 # CUDA: AUTO builds it when nvcc is present, ON requires it, OFF skips it.

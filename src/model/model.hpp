@@ -1,0 +1,61 @@
+// A whole language model: embedding → residual design (blocks, readout) → LM head and
+// cross-entropy (spec §0). The same class runs in float (training) and double (gradient checks).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/backbone.hpp"
+#include "model/model_config.hpp"
+#include "model/parameters.hpp"
+#include "model/residual/design.hpp"
+
+namespace db {
+
+// Backbone and design parameters of a config, without allocating them.
+ParameterLayout build_layout(const ModelConfig& config);
+// Exact counts: total, backbone (blocks only) and embedding (V·d).
+ParameterCounts count_parameters(const ModelConfig& config);
+// PaLM convention: 6·N + 12·L·d·T, N = all parameters but the input embedding (a lookup, no
+// matmul), plus what the design adds.
+double flops_per_token(const ModelConfig& config, int seq_len);
+
+template <class T>
+class Model {
+ public:
+  explicit Model(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+  const ParameterLayout& layout() const { return *layout_; }
+  ParameterStore<T>& params() { return *params_; }
+  Backbone<T>& backbone() { return *backbone_; }
+  ResidualDesign<T>& design() { return *design_; }
+
+  void initialize(uint64_t seed) { params_->initialize(seed); }
+
+  // tokens: [batch, seq_len] windows. The loss covers positions 0..T−2 of each window
+  // (predicting tokens 1..T−1). Returns the summed loss; adds the gradients of
+  // grad_scale · summed loss to the parameter gradients.
+  double forward_backward(const int32_t* tokens, int64_t batch, int seq_len, double grad_scale);
+  // Summed loss only.
+  double forward_loss(const int32_t* tokens, int64_t batch, int seq_len);
+  // Logits [batch·seq_len, V].
+  void logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out);
+  // Gradient of the last forward_backward with respect to the embedding output x0 [rows, d].
+  const std::vector<T>& input_gradient() const { return dx0_; }
+
+  static int64_t targets_per_window(int seq_len) { return seq_len - 1; }
+
+ private:
+  void forward_features(const int32_t* tokens, int64_t batch, int seq_len);
+
+  ModelConfig config_;
+  std::unique_ptr<ParameterLayout> layout_;
+  std::unique_ptr<ParameterStore<T>> params_;
+  std::unique_ptr<Backbone<T>> backbone_;
+  std::unique_ptr<ResidualDesign<T>> design_;
+  std::vector<T> x0_, features_, dfeatures_, dx0_;
+  std::vector<int32_t> tokens_, targets_;
+};
+
+}  // namespace db

@@ -1,0 +1,78 @@
+#include "model/parameters.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace db {
+
+int64_t ParameterSpec::size() const {
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
+}
+
+int ParameterLayout::add(ParameterSpec spec) {
+  DB_REQUIRE(!index_.count(spec.name), "parameter declared twice: " + spec.name);
+  spec.offset = total_;
+  total_ += spec.size();
+  index_[spec.name] = int(specs_.size());
+  specs_.push_back(std::move(spec));
+  return int(specs_.size()) - 1;
+}
+
+int ParameterLayout::add_matrix(const std::string& name, std::vector<int64_t> shape,
+                                double init_std) {
+  return add({name, std::move(shape), init_std, 0.0, true});
+}
+
+int ParameterLayout::add_constant(const std::string& name, std::vector<int64_t> shape,
+                                  double value, bool weight_decay) {
+  return add({name, std::move(shape), 0.0, value, weight_decay});
+}
+
+int ParameterLayout::id(const std::string& name) const {
+  auto it = index_.find(name);
+  DB_REQUIRE(it != index_.end(), "no parameter named " + name);
+  return it->second;
+}
+
+void ParameterLayout::set_init_std(const std::string& name, double init_std) {
+  specs_[id(name)].init_std = init_std;
+}
+
+void ParameterLayout::set_weight_decay(const std::string& name, bool decay) {
+  specs_[id(name)].weight_decay = decay;
+}
+
+int64_t ParameterLayout::count_with_prefix(const std::string& prefix) const {
+  int64_t n = 0;
+  for (const auto& s : specs_)
+    if (s.name.compare(0, prefix.size(), prefix) == 0) n += s.size();
+  return n;
+}
+
+template <class T>
+void ParameterStore<T>::initialize(uint64_t seed) {
+  for (const ParameterSpec& s : layout_->specs()) {
+    T* v = values_.data() + s.offset;
+    if (s.init_std > 0) {
+      Rng rng(seed, s.name);
+      for (int64_t i = 0; i < s.size(); ++i) v[i] = T(rng.truncated_normal(s.init_std));
+    } else {
+      std::fill(v, v + s.size(), T(s.init_value));
+    }
+  }
+  zero_grads();
+}
+
+template <class T>
+void ParameterStore<T>::zero_grads() {
+  std::fill(grads_.begin(), grads_.end(), T(0));
+}
+
+template class ParameterStore<float>;
+template class ParameterStore<double>;
+
+}  // namespace db

@@ -1,0 +1,72 @@
+// Named parameters in one flat buffer (doc/parameters.md). The layout (names, shapes, init
+// rules, weight decay) is independent of the number type; the store holds values and
+// gradients contiguously so that all-reduce, clipping, AdamW and checkpoints see one array.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace db {
+
+struct ParameterSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  // Init: truncated normal N(0, init_std²) cut at ±3·init_std when init_std > 0, else the
+  // constant init_value.
+  double init_std = 0.0;
+  double init_value = 0.0;
+  bool weight_decay = true;
+  int64_t offset = 0;  // into the flat buffer
+  int64_t size() const;
+};
+
+class ParameterLayout {
+ public:
+  // Returns the parameter's id. Names are unique.
+  int add_matrix(const std::string& name, std::vector<int64_t> shape, double init_std);
+  int add_constant(const std::string& name, std::vector<int64_t> shape, double value,
+                   bool weight_decay = true);
+  int id(const std::string& name) const;  // throws when unknown
+  bool has(const std::string& name) const { return index_.count(name) > 0; }
+  void set_init_std(const std::string& name, double init_std);
+  void set_weight_decay(const std::string& name, bool decay);
+
+  const ParameterSpec& spec(int id) const { return specs_[id]; }
+  const std::vector<ParameterSpec>& specs() const { return specs_; }
+  int64_t total_size() const { return total_; }
+  // Sum of the sizes of parameters whose name starts with the prefix.
+  int64_t count_with_prefix(const std::string& prefix) const;
+
+ private:
+  int add(ParameterSpec spec);
+  std::vector<ParameterSpec> specs_;
+  std::unordered_map<std::string, int> index_;
+  int64_t total_ = 0;
+};
+
+template <class T>
+class ParameterStore {
+ public:
+  explicit ParameterStore(const ParameterLayout& layout)
+      : layout_(&layout), values_(layout.total_size()), grads_(layout.total_size()) {}
+
+  // Draws every parameter from its own random stream keyed by (seed, name).
+  void initialize(uint64_t seed);
+  void zero_grads();
+
+  T* value(int id) { return values_.data() + layout_->spec(id).offset; }
+  const T* value(int id) const { return values_.data() + layout_->spec(id).offset; }
+  T* grad(int id) { return grads_.data() + layout_->spec(id).offset; }
+  std::span<T> values() { return values_; }
+  std::span<T> grads() { return grads_; }
+  std::span<const T> values() const { return values_; }
+  const ParameterLayout& layout() const { return *layout_; }
+
+ private:
+  const ParameterLayout* layout_;
+  std::vector<T> values_, grads_;
+};
+
+}  // namespace db

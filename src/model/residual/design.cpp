@@ -1,0 +1,22 @@
+#include "model/residual/design.hpp"
+
+#include <limits>
+
+namespace db {
+
+template <class T>
+std::vector<double> ResidualDesign<T>::path_weights(const Backbone<T>& net) const {
+  const int sublayers = 2 * net.n_layer();
+  const int sources = sublayers + 1, consumers = sublayers + 1;
+  std::vector<double> w(size_t(sources) * consumers, std::numeric_limits<double>::quiet_NaN());
+  // Source s (0 = embedding, 1 + i = sublayer i) reaches consumer c (sublayer c or the readout)
+  // when it was produced before c runs: s ≤ c.
+  for (int s = 0; s < sources; ++s)
+    for (int c = s; c < consumers; ++c) w[size_t(s) * consumers + c] = 1.0;
+  return w;
+}
+
+template class ResidualDesign<float>;
+template class ResidualDesign<double>;
+
+}  // namespace db

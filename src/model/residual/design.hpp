@@ -1,0 +1,76 @@
+// The one interface every residual design implements (spec: architectures.md §1–§10).
+// A design owns everything between the embedding output x0 and the LM head input: its norms,
+// its residual/stream/depth mixing and the readout including the final norm. Adding a design
+// means one new file in this folder and one line in registry.cpp.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/backbone.hpp"
+#include "model/model_config.hpp"
+#include "model/parameters.hpp"
+
+namespace db {
+
+template <class T>
+class ResidualDesign {
+ public:
+  virtual ~ResidualDesign() = default;
+
+  // x0, features: [rows, d]. Caches whatever the backward needs.
+  virtual void forward(Backbone<T>& net, const T* x0, T* features) = 0;
+  // dfeatures: [rows, d] → dx0 (overwritten); parameter gradients are added.
+  virtual void backward(Backbone<T>& net, const T* dfeatures, T* dx0) = 0;
+
+  // Residual path weights of the last forward, averaged over tokens (diagnostics.md §4):
+  // a matrix [sources × consumers], sources = embedding then sublayer outputs 0..2L−1,
+  // consumers = sublayer inputs 0..2L−1 then the readout; NaN where the source is not earlier.
+  // A single residual stream carries every earlier output with weight 1, the default here.
+  virtual std::vector<double> path_weights(const Backbone<T>& net) const;
+};
+
+// A design-specific config key with its default (spec: "every such choice is a config value").
+struct DesignOption {
+  std::string key;
+  std::string default_value;
+  std::string help;
+};
+
+struct DesignInfo {
+  std::string name;
+  std::string summary;
+  std::vector<DesignOption> options;
+  // Declares the design's extra parameters and adjusts backbone inits (e.g. DeepNorm's β).
+  void (*declare)(ParameterLayout& layout, const ModelConfig& config);
+  std::unique_ptr<ResidualDesign<float>> (*make_float)(const ModelConfig& config);
+  std::unique_ptr<ResidualDesign<double>> (*make_double)(const ModelConfig& config);
+  // FLOPs per token a training step adds beyond 6N + 12·L·d·T (e.g. MoDA's depth attention).
+  double (*extra_flops_per_token)(const ModelConfig& config, int seq_len);
+};
+
+// Builds the DesignInfo of a design class template D<T> that provides
+// `static void declare(ParameterLayout&, const ModelConfig&)`, a constructor from ModelConfig
+// and optionally `static double extra_flops_per_token(const ModelConfig&, int)`.
+template <template <class> class D>
+DesignInfo make_design_info(std::string name, std::string summary,
+                            std::vector<DesignOption> options = {}) {
+  DesignInfo info;
+  info.name = std::move(name);
+  info.summary = std::move(summary);
+  info.options = std::move(options);
+  info.declare = &D<float>::declare;
+  info.make_float = [](const ModelConfig& c) -> std::unique_ptr<ResidualDesign<float>> {
+    return std::make_unique<D<float>>(c);
+  };
+  info.make_double = [](const ModelConfig& c) -> std::unique_ptr<ResidualDesign<double>> {
+    return std::make_unique<D<double>>(c);
+  };
+  if constexpr (requires { D<float>::extra_flops_per_token(ModelConfig{}, 0); })
+    info.extra_flops_per_token = &D<float>::extra_flops_per_token;
+  else
+    info.extra_flops_per_token = [](const ModelConfig&, int) { return 0.0; };
+  return info;
+}
+
+}  // namespace db

@@ -1,0 +1,36 @@
+// §1 Pre-LN (the baseline): h = x + Attn(N_a(x)); x' = h + FFN(N_f(h)); final norm.
+#include <algorithm>
+
+#include "model/residual/design.hpp"
+#include "model/residual/stream.hpp"
+
+namespace db {
+namespace {
+
+template <class T>
+class PreLn : public ResidualDesign<T> {
+ public:
+  explicit PreLn(const ModelConfig& c) : stream_(c) {}
+
+  static void declare(ParameterLayout& layout, const ModelConfig& c) {
+    declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
+  }
+
+  void forward(Backbone<T>& net, const T* x0, T* features) override {
+    stream_.forward(net, x0, features, /*norm_scale=*/nullptr);
+  }
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    stream_.backward(net, dfeatures, dx0, nullptr);
+  }
+
+ private:
+  PreNormStream<T> stream_;
+};
+
+}  // namespace
+
+DesignInfo pre_ln_design() {
+  return make_design_info<PreLn>("pre_ln", "Pre-LN baseline: x + F(N(x)), final norm");
+}
+
+}  // namespace db

@@ -1,0 +1,29 @@
+#include "model/residual/registry.hpp"
+
+#include "core/error.hpp"
+
+namespace db {
+
+// One line per design; each function lives in the design's own file.
+DesignInfo pre_ln_design();
+
+const std::vector<DesignInfo>& all_designs() {
+  static const std::vector<DesignInfo> designs = {
+      pre_ln_design(),
+  };
+  return designs;
+}
+
+std::string design_names() {
+  std::string names;
+  for (const DesignInfo& d : all_designs()) names += (names.empty() ? "" : ", ") + d.name;
+  return names;
+}
+
+const DesignInfo& find_design(const std::string& name) {
+  for (const DesignInfo& d : all_designs())
+    if (d.name == name) return d;
+  throw Error("unknown architecture '" + name + "' (valid: " + design_names() + ")");
+}
+
+}  // namespace db

@@ -1,0 +1,15 @@
+// The named residual designs (STYLE.md: "a registry of named residual designs").
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/residual/design.hpp"
+
+namespace db {
+
+const std::vector<DesignInfo>& all_designs();
+// Throws db::Error listing the valid names when the name is unknown.
+const DesignInfo& find_design(const std::string& name);
+std::string design_names();  // "pre_ln, sandwich_ln, ..."
+
+}  // namespace db

@@ -1,0 +1,48 @@
+// Finite-difference gradient checks in float64: central differences of a scalar function
+// against the analytic gradient, reported as the largest relative error
+// |g_fd − g| / max(|g_fd| + |g|, floor), floor at least 1e-4 of the largest gradient so that
+// entries near zero do not turn rounding noise into large ratios.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "core/rng.hpp"
+
+namespace db::test {
+
+inline std::vector<double> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed);
+  std::vector<double> v(n);
+  for (double& x : v) x = rng.normal() * scale;
+  return v;
+}
+
+// Checks up to `max_checks` entries of x (spread evenly) of d f / d x against `analytic`.
+inline double max_relative_error(const std::function<double()>& f, std::vector<double>& x,
+                                 const std::vector<double>& analytic, size_t max_checks = 64,
+                                 double h = 1e-5, double floor = 1e-7) {
+  double worst = 0;
+  for (double g : analytic) floor = std::max(floor, 1e-4 * std::fabs(g));
+  const size_t step = std::max<size_t>(1, x.size() / max_checks);
+  for (size_t i = 0; i < x.size(); i += step) {
+    const double saved = x[i];
+    x[i] = saved + h;
+    const double plus = f();
+    x[i] = saved - h;
+    const double minus = f();
+    x[i] = saved;
+    const double fd = (plus - minus) / (2 * h);
+    worst = std::max(worst, std::fabs(fd - analytic[i]) / std::max(std::fabs(fd) + std::fabs(analytic[i]), floor));
+  }
+  return worst;
+}
+
+inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace db::test
