@@ -1,22 +1,19 @@
-// Token data as the trainer reads it (spec: data-and-files.md). Files are memory-mapped; a
-// dataset concatenates its files and cuts them into contiguous windows of `window_tokens`.
+// Token data as the trainer reads it (spec: data-and-files.md). One include for the whole data
+// layer; each part lives in its own file:
+//   token_format.hpp   TokenFormat, TokenFileOptions, format detection
+//   mapped_file.hpp    RAII read-only mmap of a file
+//   npy_header.hpp     NumPy .npy header parsing and writing
+//   token_file.hpp     one validated, memory-mapped token file
+//   token_dataset.hpp  files concatenated and cut into contiguous windows
+//   window_order.hpp   deterministic per-epoch shuffle of window indices
+//   token_writer.hpp   atomic writers of OLMo raw, .npy and llm.c files
+//   fortune_corpus.hpp the byte-level demo corpus from fortune files
 #pragma once
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
-
-namespace db::data {
-
-// How a file's bytes are laid out. `auto_detect` decides from the content: `.npy` magic,
-// llm.c magic, else OLMo raw with `raw_dtype_bytes`.
-enum class TokenFormat { auto_detect, olmo_raw, npy, llmc_bin };
-
-struct TokenFileOptions {
-  TokenFormat format = TokenFormat::auto_detect;
-  int raw_dtype_bytes = 2;   // OLMo raw arrays: 2 (uint16) or 4 (uint32)
-  int64_t vocab_size = 0;    // every id must be < vocab_size (checked when > 0)
-};
-
-std::string to_string(TokenFormat format);
-TokenFormat parse_token_format(const std::string& name);  // "auto", "olmo", "npy", "llmc"
+#include "data/fortune_corpus.hpp"
+#include "data/mapped_file.hpp"
+#include "data/npy_header.hpp"
+#include "data/token_dataset.hpp"
+#include "data/token_file.hpp"
+#include "data/token_format.hpp"
+#include "data/token_writer.hpp"
+#include "data/window_order.hpp"
