@@ -1,0 +1,57 @@
+// The per-run HDF5 file (doc/hdf5-schema.md). Written by one rank as NAME.h5.tmp and renamed to
+// NAME.h5 by publish(), so a file named *.h5 is always complete.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/hdf5_handle.hpp"
+
+namespace db {
+
+inline constexpr int kRunFileSchemaVersion = 1;
+
+// One logged training step (the /curves group).
+struct CurveRow {
+  int64_t step = 0, tokens = 0;
+  double train_loss = 0, learning_rate = 0, grad_norm = 0, step_time_s = 0,
+         tokens_per_second = 0, mfu = 0;
+};
+
+class RunFile {
+ public:
+  // Creates final_path + ".tmp" (replacing a stale one) with the /curves, /final and
+  // /diagnostics groups.
+  static RunFile create(const std::string& final_path);
+  // Reopens an unfinished final_path + ".tmp" to continue a run; curve rows after
+  // `keep_through_step` are dropped (they came after the checkpoint being resumed).
+  static RunFile resume(const std::string& final_path, int64_t keep_through_step);
+
+  void set_attribute(const std::string& name, const std::string& value);
+  void set_attribute(const std::string& name, int64_t value);
+  void set_attribute(const std::string& name, double value);
+  void set_final(const std::string& name, double value);  // attribute of /final
+
+  void append(const CurveRow& row);
+  void append_validation(int64_t step, double val_loss);
+  void flush();
+
+  // Closes the file and renames NAME.h5.tmp → NAME.h5.
+  void publish();
+  const std::string& final_path() const { return final_path_; }
+
+ private:
+  RunFile(std::string final_path, H5Handle file);
+  void append_value(const char* dataset, const void* value, hid_t type);
+  int64_t rows(const char* dataset) const;
+  void truncate(const char* dataset, int64_t rows);
+
+  std::string final_path_;
+  H5Handle file_;
+};
+
+// Reading helpers for tests and tools.
+std::string read_string_attribute(hid_t object, const std::string& name);
+std::vector<double> read_double_dataset(hid_t file, const std::string& path);
+
+}  // namespace db

@@ -1,0 +1,284 @@
+#include "train/run_config.hpp"
+
+#include <glob.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "model/residual/registry.hpp"
+
+namespace db {
+namespace po = boost::program_options;
+
+namespace {
+
+// One config key bound to a field: how to set it from text and how to print it.
+struct Key {
+  std::string name, help;
+  std::function<void(const std::string&)> set;
+  std::function<std::string()> get;
+};
+
+template <class T>
+T parse_number(const std::string& key, const std::string& text) {
+  try {
+    size_t used = 0;
+    T value;
+    if constexpr (std::is_floating_point_v<T>)
+      value = T(std::stod(text, &used));
+    else
+      value = T(std::stoll(text, &used));
+    if (used != text.size()) throw std::invalid_argument(text);
+    return value;
+  } catch (const std::exception&) {
+    throw Error(key + ": '" + text + "' is not a " +
+                (std::is_floating_point_v<T> ? "number" : "whole number"));
+  }
+}
+
+std::string format_double(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.10g", v);
+  return buffer;
+}
+
+template <class T>
+Key number_key(const std::string& name, T& field, const std::string& help) {
+  return {name, help, [&field, name](const std::string& t) { field = parse_number<T>(name, t); },
+          [&field] {
+            if constexpr (std::is_floating_point_v<T>)
+              return format_double(field);
+            else
+              return std::to_string(field);
+          }};
+}
+
+Key text_key(const std::string& name, std::string& field, const std::string& help) {
+  return {name, help, [&field](const std::string& t) { field = t; }, [&field] { return field; }};
+}
+
+Key bool_key(const std::string& name, bool& field, const std::string& help) {
+  return {name, help,
+          [&field, name](const std::string& t) {
+            if (t == "true" || t == "1" || t == "yes") field = true;
+            else if (t == "false" || t == "0" || t == "no") field = false;
+            else throw Error(name + ": '" + t + "' is not true/false");
+          },
+          [&field] { return std::string(field ? "true" : "false"); }};
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char c : text + " ") {
+    if (c == ',' || c == ' ' || c == '\t' || c == '\n') {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return items;
+}
+
+Key list_key(const std::string& name, std::vector<std::string>& field, const std::string& help) {
+  return {name, help, [&field](const std::string& t) { field = split_list(t); },
+          [&field] {
+            std::string s;
+            for (const auto& f : field) s += (s.empty() ? "" : " ") + f;
+            return s;
+          }};
+}
+
+std::vector<Key> keys_of(RunConfig& c) {
+  ModelConfig& m = c.model;
+  Recipe& r = c.recipe;
+  std::vector<Key> keys = {
+      text_key("model.arch", m.arch, "residual design: " + design_names()),
+      number_key("model.n_layer", m.n_layer, "number of blocks L"),
+      number_key("model.d_model", m.d_model, "model width d"),
+      number_key("model.n_head", m.n_head, "query heads H (head_dim = d / H)"),
+      number_key("model.n_kv_head", m.n_kv_head, "key/value heads (0 = n_head, MHA)"),
+      number_key("model.ff", m.ff, "SwiGLU hidden size (0 = ceil16(8d/3))"),
+      number_key("model.vocab_size", m.vocab_size, "vocabulary size V"),
+      bool_key("model.qk_norm", m.qk_norm, "RMSNorm on q and k per head before RoPE"),
+      number_key("model.rope_theta", m.rope_theta, "RoPE base θ"),
+      number_key("model.norm_eps", m.norm_eps, "RMSNorm epsilon"),
+      number_key("model.init_std", m.init_std, "std of the truncated-normal init"),
+      number_key("train.learning_rate", r.learning_rate, "peak learning rate"),
+      number_key("train.min_lr_ratio", r.min_lr_ratio, "final learning rate / peak"),
+      number_key("train.warmup_fraction", r.warmup_fraction, "fraction of steps of linear warm-up"),
+      number_key("train.beta1", r.beta1, "AdamW β1"),
+      number_key("train.beta2", r.beta2, "AdamW β2"),
+      number_key("train.adam_eps", r.adam_eps, "AdamW epsilon"),
+      number_key("train.weight_decay", r.weight_decay, "decoupled weight decay"),
+      number_key("train.grad_clip", r.grad_clip, "global gradient-norm clip (0 = off)"),
+      number_key("train.steps", r.steps, "optimizer steps"),
+      number_key("train.global_batch", r.global_batch_sequences, "sequences per optimizer step"),
+      number_key("train.micro_batch", r.micro_batch_sequences, "sequences per forward pass per rank"),
+      number_key("train.seq_len", r.seq_len, "tokens per sequence T"),
+      number_key("train.seed", c.seed, "seed of the init and the data order"),
+      number_key("train.threads", c.threads, "CPU threads per rank (0 = cores / local ranks)"),
+      number_key("train.log_interval", c.log_interval, "steps between progress lines"),
+      number_key("train.val_interval", c.val_interval, "steps between validations"),
+      number_key("train.val_windows", c.val_windows, "validation windows per evaluation"),
+      number_key("train.divergence_margin", c.divergence_margin, "diverged when loss > ln(V) + margin"),
+      number_key("train.checkpoint_interval", c.checkpoint_interval, "steps between checkpoints (0 = none)"),
+      text_key("train.backend", c.backend, "cpu | cuda"),
+      list_key("data.train_files", c.data.train_files, "training token files (globs)"),
+      list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
+      text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
+      number_key("data.dtype_bytes", c.data.dtype_bytes, "OLMo raw token width: 2 or 4"),
+      text_key("output.dir", c.out_dir, "directory of run files"),
+      text_key("output.name", c.name, "run name (default: derived)"),
+      text_key("output.suite", c.suite, "suite name recorded in the run file"),
+  };
+  // Design knobs: model.<key>, stored by name; missing keys take the design's default.
+  for (const DesignInfo& design : all_designs())
+    for (const DesignOption& option : design.options) {
+      const std::string key = option.key;
+      std::map<std::string, std::string>& opts = m.design_options;
+      keys.push_back({"model." + key, option.help + " (" + design.name + ", default " + option.default_value + ")",
+                      [&opts, key](const std::string& t) { opts[key] = t; },
+                      [&opts, key, option] {
+                        auto it = opts.find(key);
+                        return it == opts.end() ? option.default_value : it->second;
+                      }});
+    }
+  return keys;
+}
+
+po::options_description describe(const std::vector<Key>& keys) {
+  po::options_description desc("config keys (INI [section] key = value, or --section.key=value)");
+  for (const Key& k : keys) desc.add_options()(k.name.c_str(), po::value<std::string>(), k.help.c_str());
+  return desc;
+}
+
+std::string valid_key_list(const std::vector<Key>& keys) {
+  std::string s;
+  for (const Key& k : keys) s += (s.empty() ? "" : ", ") + k.name;
+  return s;
+}
+
+void apply_values(const po::variables_map& vm, std::vector<Key>& keys) {
+  for (Key& k : keys)
+    if (vm.count(k.name)) k.set(vm[k.name].as<std::string>());
+}
+
+void parse_ini_stream(std::istream& in, const std::string& source, std::vector<Key>& keys,
+                      po::variables_map& vm) {
+  try {
+    po::store(po::parse_config_file(in, describe(keys), /*allow_unregistered=*/false), vm);
+  } catch (const po::unknown_option& e) {
+    throw Error(source + ": unknown key '" + e.get_option_name() + "' (valid: " + valid_key_list(keys) + ")");
+  } catch (const po::error& e) {
+    throw Error(source + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> run_config_keys() {
+  RunConfig c;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Key& k : keys_of(c)) out.emplace_back(k.name, k.help);
+  return out;
+}
+
+bool parse_run_config(int argc, char** argv, RunConfig& config, const std::string& usage) {
+  std::vector<Key> keys = keys_of(config);
+  po::options_description general("options");
+  general.add_options()("help,h", "print this help")("config,c", po::value<std::string>(),
+                                                     "INI file with the run config");
+  po::options_description all;
+  all.add(general).add(describe(keys));
+  po::variables_map cli;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).run(), cli);
+  } catch (const po::unknown_option& e) {
+    throw Error("unknown option '" + e.get_option_name() + "' (valid: --config, " + valid_key_list(keys) + ")");
+  } catch (const po::error& e) {
+    throw Error(e.what());
+  }
+  if (cli.count("help")) {
+    std::cout << usage << "\n" << all << "\n";
+    return false;
+  }
+  po::variables_map merged;
+  if (cli.count("config")) {
+    const std::string path = cli["config"].as<std::string>();
+    std::ifstream in(path);
+    DB_REQUIRE(in, "cannot open config file " + path);
+    parse_ini_stream(in, path, keys, merged);
+  }
+  apply_values(merged, keys);
+  apply_values(cli, keys);  // the command line wins over the file
+  config.model.validate();
+  find_design(config.model.arch);
+  return true;
+}
+
+RunConfig parse_run_config_text(const std::string& ini_text) {
+  RunConfig config;
+  std::vector<Key> keys = keys_of(config);
+  std::istringstream in(ini_text);
+  po::variables_map vm;
+  parse_ini_stream(in, "config", keys, vm);
+  apply_values(vm, keys);
+  return config;
+}
+
+std::string RunConfig::derived_name() const {
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%.0e", recipe.learning_rate);
+  return suite + "__" + model.arch + "__L" + std::to_string(model.n_layer) + "_d" +
+         std::to_string(model.d_model) + "__lr" + lr;
+}
+
+std::string RunConfig::to_ini() const {
+  RunConfig copy = *this;
+  const DesignInfo& design = find_design(model.arch);
+  std::ostringstream out;
+  std::string section;
+  for (const Key& k : keys_of(copy)) {
+    const std::string sec = k.name.substr(0, k.name.find('.'));
+    const std::string key = k.name.substr(k.name.find('.') + 1);
+    bool is_design_option = false, belongs = false;
+    for (const DesignInfo& d : all_designs())
+      for (const DesignOption& o : d.options)
+        if (o.key == key && sec == "model") {
+          is_design_option = true;
+          belongs = belongs || &d == &design;
+        }
+    if (is_design_option && !belongs) continue;  // only the chosen design's knobs
+    if (sec != section) {
+      out << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
+      section = sec;
+    }
+    out << key << " = " << k.get() << "\n";
+  }
+  return out.str();
+}
+
+std::vector<std::string> expand_globs(const std::vector<std::string>& patterns) {
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    glob_t g{};
+    const int rc = glob(pattern.c_str(), 0, nullptr, &g);
+    if (rc != 0) {
+      globfree(&g);
+      throw Error("no file matches " + pattern);
+    }
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+  }
+  return files;
+}
+
+}  // namespace db

@@ -1,0 +1,55 @@
+// Everything one training run needs, read from an INI file with command-line overrides
+// (doc/config.md lists every key). Unknown keys are rejected with the list of valid ones.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.hpp"
+#include "train/recipe.hpp"
+
+namespace db {
+
+struct DataConfig {
+  std::vector<std::string> train_files;  // glob patterns, expanded in order
+  std::vector<std::string> val_files;
+  std::string format = "auto";  // auto | olmo | npy | llmc
+  int dtype_bytes = 2;          // OLMo raw arrays: 2 (uint16) or 4 (uint32)
+};
+
+struct RunConfig {
+  ModelConfig model;
+  Recipe recipe;
+  DataConfig data;
+  uint64_t seed = 1234;
+  std::string suite = "single";
+  std::string backend = "cpu";
+  int threads = 0;                 // CPU threads; 0 = all cores of this rank's share
+  int64_t log_interval = 10;       // steps between progress lines and curve rows
+  int64_t val_interval = 50;       // steps between validation evaluations (and at the end)
+  int64_t val_windows = 32;        // validation windows evaluated each time
+  double divergence_margin = 3.0;  // loss above ln(V) + margin (after warm-up) = diverged
+  int64_t checkpoint_interval = 0; // steps between checkpoints (0 = only on signal / never)
+  std::string out_dir = "runs";
+  std::string name;                // run name; empty = derived from suite, design, shape, lr
+
+  // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
+  std::string derived_name() const;
+  std::string run_name() const { return name.empty() ? derived_name() : name; }
+  // The resolved config as INI text (every key, defaults included).
+  std::string to_ini() const;
+};
+
+// Parses `--config FILE` and `--section.key=value` overrides. Returns false when --help was
+// printed. Throws db::Error on unknown keys or bad values.
+bool parse_run_config(int argc, char** argv, RunConfig& config, const std::string& usage);
+// Parses INI text (no command line), e.g. a suite's run block.
+RunConfig parse_run_config_text(const std::string& ini_text);
+// Every valid key "section.key" with its help text.
+std::vector<std::pair<std::string, std::string>> run_config_keys();
+
+// Expands glob patterns in order (each pattern's matches sorted); a pattern with no match is
+// an error naming it.
+std::vector<std::string> expand_globs(const std::vector<std::string>& patterns);
+
+}  // namespace db
