@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "ops/cpu/gemm.hpp"
 
 namespace {
 
@@ -34,6 +35,7 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  db::cpu::select_blas_kernels(argv);
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -2,6 +2,10 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace db::cpu {
 namespace {
@@ -18,6 +22,19 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const d
           const double* B, int ldb, double beta, double* C, int ldc) {
   cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), M, N, K, alpha, A, lda, B, ldb, beta, C,
               ldc);
+}
+
+std::string blas_core_name() { return openblas_get_corename(); }
+
+void select_blas_kernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") || blas_core_name() != "Prescott") return;
+  __builtin_cpu_init();
+  const char* core = __builtin_cpu_supports("avx512f")  ? "SkylakeX"
+                     : __builtin_cpu_supports("avx2") ? "Haswell"
+                                                      : nullptr;
+  if (!core) return;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  execv("/proc/self/exe", argv);  // only returns on failure: keep the slow kernels then
 }
 
 void set_cpu_threads(int threads) {

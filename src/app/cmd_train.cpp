@@ -1,0 +1,33 @@
+// depthbench train: one run from an INI config, data-parallel over all ranks of mpirun.
+#include <cstdio>
+
+#include "app/commands.hpp"
+#include "core/communicator.hpp"
+#include "train/stop_signal.hpp"
+#include "train/trainer.hpp"
+
+namespace db::app {
+
+int run_train_command(int argc, char** argv) {
+  RunConfig config;
+  if (!parse_run_config(argc, argv, config,
+                        "usage: depthbench train --config FILE.ini [--section.key=value ...]"))
+    return 0;
+  install_stop_signal_handlers();
+  Communicator world = Communicator::world();
+  const TrainResult result = train_run(config, world);
+  if (world.rank() == 0) {
+    if (result.status == "completed")
+      std::printf("%s: completed in %.1f s, final validation loss %.4f -> %s\n",
+                  config.run_name().c_str(), result.seconds, result.final_val_loss,
+                  RunPaths::of(config).run_file.c_str());
+    else if (result.status != "skipped")
+      std::fprintf(stderr, "depthbench train: run %s %s at step %lld: %s\n",
+                   config.run_name().c_str(), result.status.c_str(),
+                   (long long)result.status_step, result.reason.c_str());
+  }
+  if (result.status == "completed" || result.status == "skipped") return 0;
+  return result.status == "interrupted" ? 3 : 1;
+}
+
+}  // namespace db::app

@@ -1,0 +1,104 @@
+#include "train/run_metadata.hpp"
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/rng.hpp"
+#include "model/model.hpp"
+#include "model/residual/registry.hpp"
+
+namespace db {
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ";") + i;
+  return s;
+}
+
+}  // namespace
+
+std::string run_id(const RunConfig& config) {
+  std::istringstream in(config.to_ini());
+  std::string line, identity;
+  const char* const ignored[] = {"threads", "log_interval", "checkpoint_interval", "dir ", "name "};
+  while (std::getline(in, line)) {
+    bool skip = false;
+    for (const char* key : ignored) skip = skip || line.rfind(key, 0) == 0;
+    if (!skip) identity += line + "\n";
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash_string(identity));
+  return hex;
+}
+
+std::string iso_time_now() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+void write_run_metadata(RunFile& f, const RunConfig& c, int ranks) {
+  const ModelConfig& m = c.model;
+  const Recipe& r = c.recipe;
+  const ParameterCounts counts = count_parameters(m);
+  std::string options;
+  for (const DesignOption& o : find_design(m.arch).options)
+    options += (options.empty() ? "" : ";") + o.key + "=" + m.option(o.key, o.default_value);
+  f.set_attribute("run_id", run_id(c));
+  f.set_attribute("run_name", c.run_name());
+  f.set_attribute("suite", c.suite);
+  f.set_attribute("arch", m.arch);
+  f.set_attribute("design_options", options);
+  f.set_attribute("d_model", int64_t(m.d_model));
+  f.set_attribute("n_layer", int64_t(m.n_layer));
+  f.set_attribute("n_head", int64_t(m.n_head));
+  f.set_attribute("n_kv_head", int64_t(m.kv_heads()));
+  f.set_attribute("head_dim", int64_t(m.head_dim()));
+  f.set_attribute("ff", int64_t(m.ff_dim()));
+  f.set_attribute("vocab_size", int64_t(m.vocab_size));
+  f.set_attribute("seq_len", int64_t(r.seq_len));
+  f.set_attribute("aspect_ratio", m.aspect_ratio());
+  f.set_attribute("params_total", counts.total);
+  f.set_attribute("params_backbone", counts.backbone);
+  f.set_attribute("params_embedding", counts.embedding);
+  f.set_attribute("learning_rate", r.learning_rate);
+  f.set_attribute("global_batch_sequences", r.global_batch_sequences);
+  f.set_attribute("micro_batch_sequences", r.micro_batch_sequences);
+  f.set_attribute("steps", r.steps);
+  f.set_attribute("warmup_steps", r.warmup_steps());
+  f.set_attribute("min_lr_ratio", r.min_lr_ratio);
+  f.set_attribute("weight_decay", r.weight_decay);
+  f.set_attribute("beta1", r.beta1);
+  f.set_attribute("beta2", r.beta2);
+  f.set_attribute("adam_eps", r.adam_eps);
+  f.set_attribute("grad_clip", r.grad_clip);
+  f.set_attribute("seed", int64_t(c.seed));
+  f.set_attribute("train_files", joined(c.data.train_files));
+  f.set_attribute("val_files", joined(c.data.val_files));
+  f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
+  f.set_attribute("backend", c.backend);
+  f.set_attribute("device_name", cpu_model_name());
+  f.set_attribute("ranks", int64_t(ranks));
+  f.set_attribute("software_version", std::string(DEPTHBENCH_VERSION));
+  f.set_attribute("git_commit", std::string(DEPTHBENCH_GIT_COMMIT));
+  f.set_attribute("flops_per_token", flops_per_token(m, r.seq_len));
+  f.set_attribute("flops_convention", std::string("PaLM: 6N + 12*L*d*T (+ design extras), N = parameters without the input embedding"));
+  f.set_attribute("start_time", iso_time_now());
+  f.set_attribute("status_step", int64_t(-1));
+  f.set_attribute("status_reason", std::string(""));
+  f.set_attribute("config", c.to_ini());
+}
+
+}  // namespace db

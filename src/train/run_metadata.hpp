@@ -1,0 +1,17 @@
+// The self-describing root attributes of a run file (doc/hdf5-schema.md).
+#pragma once
+#include <string>
+
+#include "io/run_file.hpp"
+#include "train/run_config.hpp"
+
+namespace db {
+
+// 16 hex digits: FNV-1a of the resolved config without the keys that do not change results
+// (threads, logging, output), so a resumed run can check its checkpoint belongs to it.
+std::string run_id(const RunConfig& config);
+std::string iso_time_now();
+// Writes every root attribute but the status ones.
+void write_run_metadata(RunFile& file, const RunConfig& config, int ranks);
+
+}  // namespace db

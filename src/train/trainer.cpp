@@ -1,0 +1,339 @@
+#include "train/trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "data/token_data.hpp"
+#include "io/checkpoint.hpp"
+#include "io/run_file.hpp"
+#include "model/model.hpp"
+#include "ops/cpu/gemm.hpp"
+#include "train/adamw.hpp"
+#include "train/run_metadata.hpp"
+#include "train/stop_signal.hpp"
+
+namespace db {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string format_duration(double seconds) {
+  char text[32];
+  const long s = long(seconds + 0.5);
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  return text;
+}
+
+// Threads per rank: the cores of this node divided among the ranks that share it.
+int default_threads(const Communicator& comm) {
+  MPI_Comm local;
+  MPI_CHECK(MPI_Comm_split_type(comm.handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &local));
+  int local_size = 1;
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local_size);
+}
+
+// The mean loss of each validation window, computed data-parallel and summed to every rank.
+std::vector<double> validation_window_losses(Model<float>& model, const data::TokenDataset& val,
+                                             int64_t windows, int seq_len,
+                                             const Communicator& comm) {
+  std::vector<double> losses(windows, 0.0);
+  std::vector<int32_t> tokens(seq_len);
+  for (int64_t w = comm.rank(); w < windows; w += comm.size()) {
+    val.read_window(w, tokens);
+    losses[w] = model.forward_loss(tokens.data(), 1, seq_len) / Model<float>::targets_per_window(seq_len);
+  }
+  comm.allreduce_sum(std::span<double>(losses));
+  return losses;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / v.size();
+}
+
+// 95% bootstrap interval of the mean over windows (B = 1000, fixed seed; diagnostics.md).
+std::pair<double, double> bootstrap_interval(const std::vector<double>& v) {
+  if (v.size() < 2) return {mean(v), mean(v)};
+  Rng rng(42, "validation-bootstrap");
+  std::vector<double> means(1000);
+  for (double& m : means) {
+    double s = 0;
+    for (size_t i = 0; i < v.size(); ++i) s += v[rng.below(v.size())];
+    m = s / v.size();
+  }
+  std::sort(means.begin(), means.end());
+  return {means[24], means[974]};
+}
+
+class TrainingRun {
+ public:
+  TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose)
+      : config_(config), comm_(comm), verbose_(verbose && comm.rank() == 0),
+        paths_(RunPaths::of(config)), model_(config.model), optimizer_(model_.layout(), config.recipe) {}
+
+  TrainResult run();
+
+ private:
+  bool rank0() const { return comm_.rank() == 0; }
+  void open_data();
+  void start_or_resume();
+  double train_step(int64_t step);
+  void validate(int64_t step, bool final);
+  void save_checkpoint(int64_t steps_done);
+  TrainResult finish(TrainResult result);
+
+  const RunConfig& config_;
+  const Communicator& comm_;
+  bool verbose_;
+  RunPaths paths_;
+  Model<float> model_;
+  AdamW<float> optimizer_;
+  std::optional<data::TokenDataset> train_, val_;
+  std::optional<data::WindowOrder> order_;
+  std::optional<RunFile> file_;
+  std::vector<int32_t> batch_tokens_;
+  int64_t start_step_ = 0;
+  double best_val_ = 1e300;
+  int64_t best_step_ = -1;
+  double last_val_ = 0;
+  std::vector<double> last_val_windows_;
+};
+
+void TrainingRun::open_data() {
+  const Recipe& r = config_.recipe;
+  data::TokenFileOptions options;
+  options.format = data::parse_token_format(config_.data.format);
+  options.raw_dtype_bytes = config_.data.dtype_bytes;
+  options.vocab_size = config_.model.vocab_size;
+  DB_REQUIRE(!config_.data.train_files.empty(), "data.train_files is empty");
+  DB_REQUIRE(!config_.data.val_files.empty(), "data.val_files is empty");
+  train_.emplace(expand_globs(config_.data.train_files), r.seq_len, options);
+  val_.emplace(expand_globs(config_.data.val_files), r.seq_len, options);
+  order_.emplace(train_->num_windows(), config_.seed);
+}
+
+void TrainingRun::start_or_resume() {
+  std::optional<Checkpoint> checkpoint;
+  if (std::filesystem::exists(paths_.run_file + ".tmp")) checkpoint = read_checkpoint(paths_.checkpoint);
+  const std::string id = run_id(config_);
+  if (checkpoint && checkpoint->run_id != id) {
+    if (verbose_) std::printf("%s: checkpoint belongs to another config, starting over\n", config_.run_name().c_str());
+    checkpoint.reset();
+  }
+  if (checkpoint) {
+    auto values = model_.params().values();
+    DB_REQUIRE(checkpoint->params.size() == values.size(), "checkpoint " + paths_.checkpoint + " has the wrong size");
+    std::copy(checkpoint->params.begin(), checkpoint->params.end(), values.begin());
+    optimizer_.first_moment() = checkpoint->adam_m;
+    optimizer_.second_moment() = checkpoint->adam_v;
+    optimizer_.set_steps_taken(checkpoint->adam_steps);
+    start_step_ = checkpoint->step;
+    best_val_ = checkpoint->best_val_loss;
+    best_step_ = checkpoint->best_step;
+    if (rank0()) file_.emplace(RunFile::resume(paths_.run_file, start_step_ - 1));
+    if (verbose_) std::printf("%s: resuming at step %lld\n", config_.run_name().c_str(), (long long)start_step_);
+  } else {
+    model_.initialize(config_.seed);
+    std::filesystem::remove(paths_.checkpoint);
+    if (rank0()) file_.emplace(RunFile::create(paths_.run_file));
+  }
+  if (rank0()) {
+    write_run_metadata(*file_, config_, comm_.size());
+    file_->set_attribute("status", std::string("running"));
+    file_->flush();
+  }
+}
+
+double TrainingRun::train_step(int64_t step) {
+  const Recipe& r = config_.recipe;
+  const int T = r.seq_len;
+  const int64_t share = r.global_batch_sequences / comm_.size();
+  const double grad_scale = 1.0 / (double(r.global_batch_sequences) * Model<float>::targets_per_window(T));
+  model_.params().zero_grads();
+  double loss_sum = 0;
+  // This rank's sequences of the global batch: positions step·G + rank·share + j of the order.
+  for (int64_t first = 0; first < share; first += r.micro_batch_sequences) {
+    const int64_t micro = std::min(r.micro_batch_sequences, share - first);
+    batch_tokens_.resize(micro * T);
+    for (int64_t j = 0; j < micro; ++j) {
+      const int64_t position = step * r.global_batch_sequences + comm_.rank() * share + first + j;
+      train_->read_window(order_->window_at(position), std::span(batch_tokens_).subspan(j * T, T));
+    }
+    loss_sum += model_.forward_backward(batch_tokens_.data(), micro, T, grad_scale);
+  }
+  comm_.allreduce_sum(model_.params().grads());
+  return comm_.allreduce_sum(loss_sum) * grad_scale;
+}
+
+void TrainingRun::validate(int64_t step, bool final) {
+  const int64_t windows = std::min(config_.val_windows, val_->num_windows());
+  last_val_windows_ = validation_window_losses(model_, *val_, windows, config_.recipe.seq_len, comm_);
+  last_val_ = mean(last_val_windows_);
+  if (last_val_ < best_val_) {
+    best_val_ = last_val_;
+    best_step_ = step;
+  }
+  if (rank0()) file_->append_validation(step, last_val_);
+  if (verbose_) std::printf("%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
+                            (long long)step, last_val_, final ? " (final)" : "");
+}
+
+void TrainingRun::save_checkpoint(int64_t steps_done) {
+  if (!rank0()) return;
+  Checkpoint c;
+  c.run_id = run_id(config_);
+  c.step = steps_done;
+  c.adam_steps = optimizer_.steps_taken();
+  c.best_val_loss = best_val_;
+  c.best_step = best_step_;
+  c.params.assign(model_.params().values().begin(), model_.params().values().end());
+  c.adam_m = optimizer_.first_moment();
+  c.adam_v = optimizer_.second_moment();
+  file_->flush();
+  write_checkpoint(paths_.checkpoint, c);
+}
+
+TrainResult TrainingRun::finish(TrainResult result) {
+  if (!rank0()) return result;
+  file_->set_attribute("status_reason", result.reason);
+  file_->set_attribute("status_step", result.status_step);
+  if (result.status == "interrupted") {  // stays NAME.h5.tmp with status running: resumable
+    file_->flush();
+    return result;
+  }
+  file_->set_attribute("status", result.status);
+  file_->set_attribute("end_time", iso_time_now());
+  file_->publish();
+  std::filesystem::remove(paths_.checkpoint);
+  return result;
+}
+
+TrainResult TrainingRun::run() {
+  const Recipe& r = config_.recipe;
+  DB_REQUIRE(r.global_batch_sequences % comm_.size() == 0,
+             "train.global_batch (" + std::to_string(r.global_batch_sequences) +
+                 ") must be a multiple of the ranks per run (" + std::to_string(comm_.size()) + ")");
+  DB_REQUIRE(r.micro_batch_sequences >= 1 && r.steps >= 1 && r.seq_len >= 2, "train.micro_batch, train.steps ≥ 1 and train.seq_len ≥ 2 required");
+  start_or_resume();
+  TrainResult result;
+  try {
+    open_data();
+  } catch (const std::exception& e) {
+    return finish({"failed", e.what(), start_step_});
+  }
+  const double flops = flops_per_token(config_.model, r.seq_len);
+  const double max_loss = std::log(double(config_.model.vocab_size)) + config_.divergence_margin;
+  const auto t_start = Clock::now();
+  for (int64_t step = start_step_; step < r.steps; ++step) {
+    const auto t0 = Clock::now();
+    const double loss = train_step(step);
+    const double norm = global_norm<float>(model_.params().grads());
+    const double lr = learning_rate_at(r, step);
+    const double clip = (r.grad_clip > 0 && norm > r.grad_clip) ? r.grad_clip / norm : 1.0;
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+      return finish({"diverged", std::string("non-finite ") + (std::isfinite(loss) ? "gradient norm" : "loss"), step});
+    if (step >= r.warmup_steps() && loss > max_loss) {
+      char reason[128];
+      std::snprintf(reason, sizeof reason, "loss %.3f above ln(V) + %.1f = %.3f", loss, config_.divergence_margin, max_loss);
+      return finish({"diverged", reason, step});
+    }
+    optimizer_.step(model_.params().values(), model_.params().grads(), lr, clip);
+    const double step_time = seconds_since(t0);
+    const double tokens_per_second = r.tokens_per_step() / step_time;
+    const bool log = (step + 1) % config_.log_interval == 0 || step == start_step_ || step + 1 == r.steps;
+    if (rank0() && log) {
+      file_->append({step, (step + 1) * r.tokens_per_step(), loss, lr, norm, step_time, tokens_per_second, 0.0});
+    }
+    if (verbose_ && log) {
+      const double elapsed = seconds_since(t_start);
+      const double eta = elapsed / double(step + 1 - start_step_) * double(r.steps - step - 1);
+      std::printf("%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
+                  config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps, loss, lr,
+                  tokens_per_second, flops * tokens_per_second * 1e-9, format_duration(eta).c_str());
+      std::fflush(stdout);
+    }
+    const int64_t done = step + 1;
+    if (done % config_.val_interval == 0 && done < r.steps) validate(done, false);
+    if (config_.checkpoint_interval > 0 && done % config_.checkpoint_interval == 0 && done < r.steps)
+      save_checkpoint(done);
+    if (comm_.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0 && done < r.steps) {
+      save_checkpoint(done);
+      return finish({"interrupted", "stop signal, checkpoint written", done});
+    }
+  }
+  validate(r.steps, true);
+  const auto [low, high] = bootstrap_interval(last_val_windows_);
+  if (rank0()) {
+    file_->set_final("val_loss", last_val_);
+    file_->set_final("val_loss_ci_low", low);
+    file_->set_final("val_loss_ci_high", high);
+    file_->set_final("best_val_loss", best_val_);
+    file_->set_final("best_step", double(best_step_));
+    file_->set_final("train_windows_consumed", double(r.steps * r.global_batch_sequences));
+  }
+  result = {"completed", "", r.steps, last_val_, seconds_since(t_start)};
+  return finish(result);
+}
+
+}  // namespace
+
+RunPaths RunPaths::of(const RunConfig& config) {
+  const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
+  return {stem + ".h5", stem + ".ckpt.h5"};
+}
+
+TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {
+  const RunPaths paths = RunPaths::of(config);
+  if (std::filesystem::exists(paths.run_file)) {
+    if (verbose && comm.rank() == 0) std::printf("%s: complete, skipped (%s)\n", config.run_name().c_str(), paths.run_file.c_str());
+    return {"skipped", "run file exists", -1, 0, 0};
+  }
+  cpu::set_cpu_threads(config.threads > 0 ? config.threads : default_threads(comm));
+  const auto t0 = Clock::now();
+  TrainResult result;
+  try {
+    TrainingRun run(config, comm, verbose);
+    result = run.run();
+  } catch (const std::exception& e) {
+    // A run that throws is recorded as failed when its file can be written; the caller goes on.
+    result = {"failed", e.what(), -1, 0, 0};
+    if (comm.rank() == 0) {
+      try {
+        RunFile file = std::filesystem::exists(paths.run_file + ".tmp") ? RunFile::resume(paths.run_file, INT64_MAX)
+                                                                        : RunFile::create(paths.run_file);
+        try {
+          write_run_metadata(file, config, comm.size());
+        } catch (const std::exception&) {  // e.g. an unknown design: the status still tells
+        }
+        file.set_attribute("status", std::string("failed"));
+        file.set_attribute("status_reason", std::string(e.what()));
+        file.set_attribute("status_step", int64_t(-1));
+        file.publish();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  result.seconds = seconds_since(t0);
+  return result;
+}
+
+}  // namespace db
