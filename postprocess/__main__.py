@@ -1,0 +1,58 @@
+"""Command line: `python3 -m postprocess report RUNS_DIR --out REPORT_DIR`.
+
+Prints the ranking table of each suite to stdout and, last, the path of report.md.
+Exit status: 0 report written; 1 report written but no completed run to rank;
+2 usage error or no run file at all.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import tables
+from .loading import NoRunFilesError
+from .report import analyze, build_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m postprocess",
+                                     description="DepthBench postprocess: rankings, tables, "
+                                                 "figures and one report from run files.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="write tables, figures, report.md and index.html")
+    rep.add_argument("runs_dir", help="directory searched recursively for *.h5 run files")
+    rep.add_argument("--out", required=True, help="output directory of the report")
+    rep.add_argument("--no-pdf", action="store_true", help="write PNG figures only")
+    rank = sub.add_parser("rank", help="print the ranking tables only (writes nothing)")
+    rank.add_argument("runs_dir")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "rank":
+            analysis = analyze(args.runs_dir)
+        else:
+            report = build_report(args.runs_dir, args.out, pdf=not args.no_pdf)
+            analysis = report.analysis
+    except NoRunFilesError as error:
+        print(f"postprocess: {error}", file=sys.stderr)
+        return 2
+
+    for panel in analysis.panels:
+        print(tables.ranking_table(panel).to_markdown())
+    runset = analysis.runset
+    skipped = len(runset.runs) - len(runset.completed()) + len(runset.rejected)
+    if skipped:
+        print(f"{skipped} file(s) not counted (diverged, failed, incomplete or rejected); "
+              "see 'Runs not counted' in the report.")
+        for rej in runset.rejected:
+            print(f"  rejected {rej.path}: {rej.reason}", file=sys.stderr)
+    if args.command == "report":
+        print(f"report: {report.report_md.resolve()}")
+    if not runset.completed():
+        print("postprocess: no completed run to rank", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
