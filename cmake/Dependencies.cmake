@@ -3,6 +3,8 @@ find_package(MPI REQUIRED COMPONENTS C CXX)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options unit_test_framework)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+# ICU: Unicode general categories, White_Space, NFC and the reference regex of the tokenizer.
+find_package(ICU REQUIRED COMPONENTS uc i18n)
 # OpenBLAS built for OpenMP: inside our own parallel loops it runs single-threaded instead of
 # oversubscribing the cores with its own pthreads.
 find_library(BLAS_LIBRARIES NAMES openblas

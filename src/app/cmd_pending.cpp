@@ -12,9 +12,14 @@ int not_available(const char* name, const char* issue) {
 }
 }  // namespace
 
-int run_tokenize_command(int, char**) { return not_available("tokenize", "tokenizer issue"); }
-int run_plan_command(int, char**) { return not_available("plan", "sweeps issue"); }
-int run_sweep_command(int, char**) { return not_available("sweep", "sweeps issue"); }
-int run_diagnose_command(int, char**) { return not_available("diagnose", "diagnostics issue"); }
+int run_plan_command(int, char**) {
+  return not_available("plan", "sweeps issue");
+}
+int run_sweep_command(int, char**) {
+  return not_available("sweep", "sweeps issue");
+}
+int run_diagnose_command(int, char**) {
+  return not_available("diagnose", "diagnostics issue");
+}
 
 }  // namespace db::app

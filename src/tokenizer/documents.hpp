@@ -1,0 +1,48 @@
+// Cutting input files into documents (doc/tokenize.md, "Input formats"). A reader never throws on
+// bad content: malformed JSON lines, missing or non-string fields and invalid UTF-8 are counted
+// by reason and the reader moves on.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace db::tokenizer {
+
+enum class InputFormat { text, jsonl, fortunes };
+InputFormat parse_input_format(const std::string& name);  // "text", "jsonl", "fortunes"
+std::string to_string(InputFormat format);
+
+struct DocumentOptions {
+  InputFormat format = InputFormat::text;
+  std::string text_field = "text";  // jsonl: the member holding the document
+  // text: "none" (one document per file), "blank-line", or a line that separates documents.
+  // fortunes is text with separator "%".
+  std::string doc_separator = "none";
+};
+
+// Why lines or documents were dropped or repaired; summed over files and ranks.
+struct DocumentCounts {
+  int64_t documents = 0;         // handed to the callback
+  int64_t empty_documents = 0;   // zero bytes of text: dropped
+  int64_t malformed_json = 0;    // jsonl line that does not parse: dropped
+  int64_t not_an_object = 0;     // jsonl line that parses to something else: dropped
+  int64_t missing_field = 0;     // object without the text field: dropped
+  int64_t field_not_string = 0;  // text field of another type: dropped
+  int64_t invalid_utf8 = 0;      // documents whose ill-formed bytes became U+FFFD: kept
+  int64_t input_bytes = 0;       // bytes of the input this reader covered
+
+  void add(const DocumentCounts& other);
+};
+
+// Called once per document with its (valid UTF-8) text and the byte offset where it starts in
+// the file; the offset identifies the document for the validation split.
+using DocumentCallback = std::function<void(std::string_view text, int64_t offset)>;
+
+// Reads the documents of `file` that start in [begin, end). jsonl: lines starting in the range;
+// other formats need the whole file (begin 0, end size).
+void read_documents(std::string_view file, int64_t begin, int64_t end,
+                    const DocumentOptions& options, DocumentCounts& counts,
+                    const DocumentCallback& callback);
+
+}  // namespace db::tokenizer

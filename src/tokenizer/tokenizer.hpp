@@ -1,0 +1,121 @@
+// The tokenizers of `depthbench tokenize` (spec: data-and-files.md, "Tokenizers"): a byte-level
+// BPE loaded from a Hugging Face tokenizer.json or GPT-2's encoder.json + vocab.bpe, and the
+// 257-id byte vocabulary of the embedded demo.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/bpe.hpp"
+
+namespace db::tokenizer {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Appends the ids of `text`, which must be valid UTF-8 (see repair_utf8). Not const: the BPE
+  // cache is updated.
+  virtual void encode(std::string_view text, std::vector<uint32_t>& ids) = 0;
+  // The bytes the ids stand for (special tokens as their text).
+  virtual std::string decode(std::span<const uint32_t> ids) const = 0;
+  // One past the largest id the tokenizer can emit.
+  virtual uint32_t vocab_size() const = 0;
+  // The end-of-document id appended after every document.
+  virtual uint32_t eod_id() const = 0;
+  virtual std::string description() const = 0;
+
+  std::vector<uint32_t> encode(std::string_view text) {
+    std::vector<uint32_t> ids;
+    encode(text, ids);
+    return ids;
+  }
+};
+
+// A token matched in the text before pre-tokenization (Hugging Face "added_tokens").
+struct AddedToken {
+  std::string content;  // raw text, not byte-level spelled
+  uint32_t id = 0;
+  bool special = false;
+  bool normalized = false;  // matched after normalization instead of on the raw text
+  bool lstrip = false, rstrip = false, single_word = false;
+};
+
+enum class Normalization { none, nfc, nfkc, nfd, nfkd };
+
+struct BpeTokenizerConfig {
+  std::vector<std::string> id_to_bytes;                     // model vocabulary, raw bytes per id
+  std::vector<std::pair<std::string, std::string>> merges;  // raw bytes, rank order
+  std::vector<AddedToken> added_tokens;
+  Normalization normalization = Normalization::none;
+  bool add_prefix_space = false;
+  int64_t eod_id = -1;
+  std::string description;
+};
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  explicit BpeTokenizer(BpeTokenizerConfig config);
+  using Tokenizer::encode;
+  void encode(std::string_view text, std::vector<uint32_t>& ids) override;
+  std::string decode(std::span<const uint32_t> ids) const override;
+  uint32_t vocab_size() const override { return vocab_size_; }
+  // Throws db::Error when the vocabulary has no <|endoftext|> and none was set.
+  uint32_t eod_id() const override;
+  std::string description() const override { return description_; }
+  void set_eod_id(uint32_t id);
+  // Id of a token given in its text form: an added token's content or a vocabulary entry's
+  // raw bytes; -1 when absent.
+  int64_t token_id(std::string_view text) const;
+  BpeModel& model() { return model_; }
+
+ private:
+  // Splits `text` on the added tokens of one kind and encodes the parts between them with `rest`.
+  template <typename Rest>
+  void split_on_added(std::string_view text, bool normalized_kind, std::vector<uint32_t>& ids,
+                      Rest&& rest);
+  void encode_plain(std::string_view text, std::vector<uint32_t>& ids);
+
+  BpeModel model_;
+  std::vector<AddedToken> added_tokens_;
+  std::vector<std::vector<const AddedToken*>> added_by_first_byte_;  // longest first
+  std::vector<std::string> id_to_text_;                              // for decode
+  Normalization normalization_;
+  bool add_prefix_space_;
+  bool has_raw_added_ = false, has_normalized_added_ = false;
+  uint32_t vocab_size_ = 0;
+  int64_t eod_id_ = -1;
+  std::string description_;
+  std::vector<std::string_view> pieces_;  // scratch
+};
+
+// The byte vocabulary of the demo: ids 0..255 are the bytes, 256 is end-of-document (V = 257).
+class ByteTokenizer final : public Tokenizer {
+ public:
+  using Tokenizer::encode;
+  void encode(std::string_view text, std::vector<uint32_t>& ids) override;
+  std::string decode(std::span<const uint32_t> ids) const override;
+  uint32_t vocab_size() const override { return 257; }
+  uint32_t eod_id() const override { return 256; }
+  std::string description() const override { return "bytes"; }
+};
+
+// Hugging Face tokenizer.json: model BPE, ByteLevel pre-tokenizer (GPT-NeoX layout).
+// End-of-document: the added token "<|endoftext|>" when present.
+std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path);
+
+// GPT-2's encoder.json + vocab.bpe; end-of-document "<|endoftext|>" (50256). Like OpenAI's
+// encoder.py, "<|endoftext|>" in the text is encoded as ordinary text.
+std::unique_ptr<BpeTokenizer> load_gpt2_tokenizer(const std::string& encoder_json,
+                                                  const std::string& vocab_bpe);
+
+// `spec` is "bytes", a tokenizer.json, an encoder.json (vocab.bpe beside it), or a directory
+// holding either. Throws db::Error naming the file when it cannot be used.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec);
+
+// Whole file as a string; throws db::Error naming the file.
+std::string read_text_file(const std::string& path);
+
+}  // namespace db::tokenizer

@@ -1,0 +1,187 @@
+// `depthbench tokenize` end to end through db::app::run_tokenize_command on one MPI rank.
+#define BOOST_TEST_DYN_LINK
+#define BOOST_TEST_MODULE tokenize command
+#include <mpi.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/commands.hpp"
+#include "tokenizer/corpus.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace fs = std::filesystem;
+using Ids = std::vector<uint32_t>;
+
+namespace {
+
+struct MpiFixture {
+  MpiFixture() { MPI_Init(nullptr, nullptr); }
+  ~MpiFixture() { MPI_Finalize(); }
+};
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("depthbench_tokenize_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "tokenize");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return db::app::run_tokenize_command(static_cast<int>(argv.size()), argv.data());
+}
+
+Ids read_u16(const fs::path& path, size_t skip_bytes = 0) {
+  std::string bytes = db::tokenizer::read_text_file(path.string()).substr(skip_bytes);
+  Ids ids(bytes.size() / 2);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = static_cast<unsigned char>(bytes[2 * i]) |
+             (static_cast<unsigned char>(bytes[2 * i + 1]) << 8);
+  return ids;
+}
+
+std::map<std::string, std::string> read_manifest(const fs::path& path) {
+  std::map<std::string, std::string> values;
+  std::istringstream in(db::tokenizer::read_text_file(path.string()));
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find(" = ");
+    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return values;
+}
+
+Ids bytes_then_eod(const std::string& text) {
+  Ids ids(text.begin(), text.end());
+  for (auto& id : ids) id &= 0xFF;
+  ids.push_back(256);
+  return ids;
+}
+
+}  // namespace
+
+BOOST_GLOBAL_FIXTURE(MpiFixture);
+
+BOOST_AUTO_TEST_CASE(jsonl_bad_lines_are_counted_and_good_documents_written_with_eod) {
+  fs::path dir = scratch("jsonl");
+  write(dir / "a.jsonl",
+        "{\"text\": \"ab\", \"id\": 1}\n"
+        "{\"text\": \"c\\u00e9\\ud83d\\ude00\"}\n"
+        "not json at all\n"
+        "{\"text\": \"unterminated}\n"
+        "\n"
+        "[1, 2]\n"
+        "{\"body\": \"no text field\"}\n"
+        "{\"text\": 42}\n"
+        "{\"text\": \"\"}\n"
+        "{\"text\": \"bad \xFF byte\"}\n"
+        "{\"text\": \"last line without newline\"}");
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "*.jsonl").string(), "--out",
+                  (dir / "out").string()}) == 0);
+  auto m = read_manifest(dir / "out" / "manifest.ini");
+  BOOST_TEST(m["documents"] == "4");
+  BOOST_TEST(m["malformed_json"] == "2");
+  BOOST_TEST(m["not_an_object"] == "1");
+  BOOST_TEST(m["missing_field"] == "1");
+  BOOST_TEST(m["field_not_string"] == "1");
+  BOOST_TEST(m["empty_documents"] == "1");
+  BOOST_TEST(m["invalid_utf8_repaired"] == "1");
+  BOOST_TEST(m["vocab_size"] == "257");
+  BOOST_TEST(m["eod_id"] == "256");
+  BOOST_TEST(m["dtype"] == "uint16");
+  Ids expected;
+  for (std::string doc :
+       {std::string("ab"), std::string("c\xC3\xA9\xF0\x9F\x98\x80"),
+        std::string("bad \xEF\xBF\xBD byte"), std::string("last line without newline")}) {
+    Ids ids = bytes_then_eod(doc);
+    expected.insert(expected.end(), ids.begin(), ids.end());
+  }
+  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy") == expected);
+  BOOST_TEST(m["tokens_train"] == std::to_string(expected.size()));
+  BOOST_TEST(!fs::exists(dir / "out" / "train_rank000.npy.tmp"));
+}
+
+BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_numpy_header) {
+  fs::path dir = scratch("fortunes");
+  write(dir / "f", "one\ntwo\n%\nthree\n%\n%\nfour");
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "f").string(), "--format", "fortunes",
+                  "--output-format", "npy", "--out", (dir / "out").string()}) == 0);
+  std::string file = db::tokenizer::read_text_file((dir / "out" / "train_rank000.npy").string());
+  BOOST_TEST(file.substr(0, 6) == "\x93NUMPY");
+  BOOST_TEST(file.find("'descr': '<u2'") != std::string::npos);
+  Ids expected;
+  for (std::string doc : {"one\ntwo\n", "three\n", "four"}) {
+    Ids ids = bytes_then_eod(doc);
+    expected.insert(expected.end(), ids.begin(), ids.end());
+  }
+  BOOST_TEST(file.find("'shape': (" + std::to_string(expected.size()) + ",)") != std::string::npos);
+  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy", 128) == expected);
+}
+
+BOOST_AUTO_TEST_CASE(text_with_blank_line_separator_and_validation_split_partitions_documents) {
+  fs::path dir = scratch("val");
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "paragraph " + std::to_string(i) + "\nline two\n\n";
+  write(dir / "t.txt", text);
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--doc-separator",
+                  "blank-line", "--val-fraction", "0.1", "--out", (dir / "out").string()}) == 0);
+  auto m = read_manifest(dir / "out" / "manifest.ini");
+  BOOST_TEST(m["documents"] == "400");
+  int val = std::stoi(m["documents_val"]), train = std::stoi(m["documents_train"]);
+  BOOST_TEST(val + train == 400);
+  BOOST_TEST(val > 20);  // about 40 expected
+  BOOST_TEST(val < 70);
+  Ids t = read_u16(dir / "out" / "train_rank000.npy"),
+      v = read_u16(dir / "out" / "val_rank000.npy");
+  BOOST_TEST(t.size() + v.size() == text.size());  // each blank line dropped, one eod added
+  // Deterministic: the same run chooses the same documents.
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--doc-separator",
+                  "blank-line", "--val-fraction", "0.1", "--out", (dir / "out2").string()}) == 0);
+  BOOST_TEST(read_u16(dir / "out2" / "val_rank000.npy") == v);
+}
+
+BOOST_AUTO_TEST_CASE(hf_tokenizer_json_drives_the_command_and_picks_its_eod) {
+  fs::path dir = scratch("hf");
+  write(dir / "d.jsonl", "{\"content\": \"hello the\"}\n");
+  std::string fixture = DEPTHBENCH_SOURCE_DIR "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json";
+  BOOST_TEST(run({"--tokenizer", fixture, "--input", (dir / "d.jsonl").string(), "--text-field",
+                  "content", "--out", (dir / "out").string()}) == 0);
+  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy") == (Ids{263, 260, 0}));
+  BOOST_TEST(run({"--tokenizer", fixture, "--input", (dir / "d.jsonl").string(), "--text-field",
+                  "content", "--eod-token", "<|padding|>", "--dtype", "uint32", "--out",
+                  (dir / "out32").string()}) == 0);
+  std::string raw = db::tokenizer::read_text_file((dir / "out32" / "train_rank000.npy").string());
+  BOOST_TEST(raw.size() == 12u);
+  BOOST_TEST(static_cast<unsigned char>(raw[8]) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_return_nonzero_without_writing_a_manifest) {
+  fs::path dir = scratch("usage");
+  BOOST_TEST(run({"--tokenizer", "bytes"}) == 2);
+  BOOST_CHECK_THROW(run({"--tokenizer", "bytes", "--input", (dir / "none*.txt").string(), "--out",
+                         (dir / "out").string()}),
+                    std::exception);
+  BOOST_TEST(!fs::exists(dir / "out" / "manifest.ini"));
+}
+
+BOOST_AUTO_TEST_CASE(validation_choice_depends_on_document_identity_only) {
+  using db::tokenizer::is_validation_document;
+  int chosen = 0;
+  for (int64_t offset = 0; offset < 100000; offset += 10)
+    chosen += is_validation_document("shard_00.jsonl", offset, 0.05);
+  BOOST_TEST(chosen > 400);  // 10000 documents, about 500 expected
+  BOOST_TEST(chosen < 600);
+  BOOST_TEST(!is_validation_document("x", 0, 0.0));
+}
