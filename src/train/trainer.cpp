@@ -222,6 +222,16 @@ TrainResult TrainingRun::finish(TrainResult result) {
   }
   file_->set_attribute("status", result.status);
   file_->set_attribute("end_time", iso_time_now());
+  if (result.status == "completed") {
+    // The final weights stay beside the run file (no optimizer state): the diagnostics load them.
+    Checkpoint weights;
+    weights.run_id = run_id(config_);
+    weights.step = config_.recipe.steps;
+    weights.best_val_loss = best_val_;
+    weights.best_step = best_step_;
+    weights.params.assign(model_.params().values().begin(), model_.params().values().end());
+    write_checkpoint(paths_.weights, weights);
+  }
   file_->publish();
   std::filesystem::remove(paths_.checkpoint);
   return result;
@@ -298,7 +308,7 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5", stem + ".ckpt.h5"};
+  return {stem + ".h5", stem + ".ckpt.h5", stem + ".weights.h5"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {
