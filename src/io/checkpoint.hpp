@@ -1,4 +1,4 @@
-// Training checkpoints beside the run file: NAME.ckpt.h5, written as .tmp and renamed, so a
+// Training checkpoints beside the run file: NAME.ckpt, written as .tmp and renamed, so a
 // crash during the write leaves the previous checkpoint intact. Holds everything a resumed run
 // needs to continue bit for bit: weights, AdamW moments and step counter, the step reached and
 // the best validation so far (the data position is derived from the step and the seed).

@@ -308,7 +308,7 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5", stem + ".ckpt.h5", stem + ".weights.h5"};
+  return {stem + ".h5", stem + ".ckpt", stem + ".weights"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {

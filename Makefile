@@ -1,0 +1,45 @@
+# The common commands. `make demo` and `make test` do all the set-up themselves.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+MPIRUN = mpirun --allow-run-as-root --oversubscribe
+PYTHON ?= /usr/bin/python3
+DEMO_RANKS ?= 2
+
+.PHONY: deps configure build demo demo-data test test-quick bench format clean
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The bundled corpus: Debian's fortunes, byte-level tokens, 5% held out for validation.
+demo-data: build
+	@test -f data/demo/manifest.ini || $(BUILD)/depthbench tokenize --tokenizer bytes \
+	  --format fortunes --input '/usr/share/games/fortunes/*' --val-fraction 0.05 --out data/demo
+
+# The main job on the embedded default: the demo suite (all designs, three shapes) on the CPU,
+# then the postprocess report.
+demo: demo-data
+	$(MPIRUN) -np $(DEMO_RANKS) $(BUILD)/depthbench sweep input/demo.ini --ranks-per-run 1 --out runs/demo
+	$(PYTHON) -m postprocess report runs/demo --out runs/demo/report
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 1500
+
+test-quick: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 -LE "slow|gpu"
+
+bench: build
+	$(BUILD)/depthbench bench --model.d_model 256 --model.n_layer 4 --train.seq_len 256 --train.micro_batch 4
+	$(PYTHON) bench/pytorch_cpu_reference.py --d-model 256 --n-layer 4 --seq-len 256 --batch 4
+
+format:
+	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.hpp' 'src/*.cu' 'tests/*.cpp' 'tests/*.hpp')
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs DepthBench's system packages on Debian/Ubuntu when run as root (or with sudo);
+# otherwise prints the exact command to run. Safe to run again: only missing packages are
+# installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake git pkg-config
+  libopenmpi-dev openmpi-bin            # MPI
+  libhdf5-dev hdf5-tools                # run files, h5dump
+  libboost-program-options-dev libboost-test-dev
+  libopenblas-openmp-dev                # CPU BLAS (OpenMP build)
+  libicu-dev                            # Unicode categories for the BPE pre-tokenizer
+  fortunes                              # the bundled demo corpus
+  python3 python3-numpy python3-h5py python3-matplotlib python3-pytest  # postprocess
+  python3-torch                         # the PyTorch reference the tests compare against
+  nodejs npm                            # the independent GPT-2 encoder (tokenizer test)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+  SUDO="sudo"
+else
+  echo "DepthBench needs these Debian packages; please run:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
