@@ -69,6 +69,31 @@ int Backbone<T>::block_param(int p, const std::string& suffix) const {
 template <class T>
 void Backbone<T>::attention_forward(int p, const T* x, T* y) {
   const ModelConfig& c = config_;
+  AttentionCache& a = attention_[p];
+  attention_project(p, x);
+  cpu::attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
+                         {batch_, seq_len_, c.n_head, c.kv_heads(), c.head_dim()});
+  attention_output(p, y);
+}
+
+template <class T>
+void Backbone<T>::attention_backward(int p, const T* dy, T* dx) {
+  const ModelConfig& c = config_;
+  const int64_t N = rows();
+  const int hd = c.head_dim(), H = c.n_head, Hkv = c.kv_heads();
+  AttentionCache& a = attention_[p];
+  std::vector<T>& d_o = scratch_a_;
+  d_o.resize(N * H * hd);
+  attention_output_backward(p, dy, d_o.data());
+  std::vector<T> dq(N * H * hd), dk(N * Hkv * hd), dv(N * Hkv * hd);
+  cpu::attention_backward(dq.data(), dk.data(), dv.data(), d_o.data(), a.o.data(), a.lse.data(),
+                          a.q.data(), a.k.data(), a.v.data(), {batch_, seq_len_, H, Hkv, hd});
+  attention_project_backward(p, dq.data(), dk.data(), dv.data(), dx);
+}
+
+template <class T>
+void Backbone<T>::attention_project(int p, const T* x, T* k_unrotated) {
+  const ModelConfig& c = config_;
   const int64_t N = rows();
   const int d = c.d_model, hd = c.head_dim(), H = c.n_head, Hkv = c.kv_heads();
   AttentionCache& a = attention_[p];
@@ -91,42 +116,53 @@ void Backbone<T>::attention_forward(int p, const T* x, T* y) {
     cpu::rmsnorm_forward(a.k.data(), a.k_rstd.data(), a.k_pre_norm.data(),
                          value(block_param(p, "k_norm")), N * Hkv, hd, c.norm_eps);
   }
+  if (k_unrotated) std::copy(a.k.begin(), a.k.end(), k_unrotated);
   cpu::rope_apply(a.q.data(), rope_, batch_, seq_len_, H, false);
   cpu::rope_apply(a.k.data(), rope_, batch_, seq_len_, Hkv, false);
-  cpu::attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
-                         {batch_, seq_len_, H, Hkv, hd});
-  cpu::linear_forward(y, a.o.data(), value(block_param(p, "wo")), N, H * hd, d);
 }
 
 template <class T>
-void Backbone<T>::attention_backward(int p, const T* dy, T* dx) {
+void Backbone<T>::attention_output(int p, T* y) {
+  const ModelConfig& c = config_;
+  cpu::linear_forward(y, attention_[p].o.data(), value(block_param(p, "wo")), rows(),
+                      c.n_head * c.head_dim(), c.d_model);
+}
+
+template <class T>
+void Backbone<T>::attention_output_backward(int p, const T* dy, T* d_o) {
+  const ModelConfig& c = config_;
+  const int wo = block_param(p, "wo");
+  cpu::linear_backward(d_o, grad(wo), dy, attention_[p].o.data(), value(wo), rows(),
+                       c.n_head * c.head_dim(), c.d_model);
+}
+
+template <class T>
+void Backbone<T>::attention_project_backward(int p, T* dq, T* dk, const T* dv, T* dx,
+                                             const T* dk_unrotated) {
   const ModelConfig& c = config_;
   const int64_t N = rows();
   const int d = c.d_model, hd = c.head_dim(), H = c.n_head, Hkv = c.kv_heads();
   AttentionCache& a = attention_[p];
-  std::vector<T>& d_o = scratch_a_;
-  d_o.resize(N * H * hd);
-  const int wo = block_param(p, "wo");
-  cpu::linear_backward(d_o.data(), grad(wo), dy, a.o.data(), value(wo), N, H * hd, d);
-  std::vector<T> dq(N * H * hd), dk(N * Hkv * hd), dv(N * Hkv * hd);
-  cpu::attention_backward(dq.data(), dk.data(), dv.data(), d_o.data(), a.o.data(), a.lse.data(),
-                          a.q.data(), a.k.data(), a.v.data(), {batch_, seq_len_, H, Hkv, hd});
-  cpu::rope_apply(dq.data(), rope_, batch_, seq_len_, H, true);
-  cpu::rope_apply(dk.data(), rope_, batch_, seq_len_, Hkv, true);
+  cpu::rope_apply(dq, rope_, batch_, seq_len_, H, true);
+  cpu::rope_apply(dk, rope_, batch_, seq_len_, Hkv, true);
+  if (dk_unrotated)
+    for (int64_t i = 0; i < N * Hkv * hd; ++i) dk[i] += dk_unrotated[i];
+  std::vector<T> dq_pre, dk_pre;
   if (c.qk_norm) {
     const int qn = block_param(p, "q_norm"), kn = block_param(p, "k_norm");
-    std::vector<T> dq_pre(dq.size()), dk_pre(dk.size());
-    cpu::rmsnorm_backward(dq_pre.data(), grad(qn), dq.data(), a.q_pre_norm.data(), value(qn),
+    dq_pre.resize(N * H * hd);
+    dk_pre.resize(N * Hkv * hd);
+    cpu::rmsnorm_backward(dq_pre.data(), grad(qn), dq, a.q_pre_norm.data(), value(qn),
                           a.q_rstd.data(), N * H, hd);
-    cpu::rmsnorm_backward(dk_pre.data(), grad(kn), dk.data(), a.k_pre_norm.data(), value(kn),
+    cpu::rmsnorm_backward(dk_pre.data(), grad(kn), dk, a.k_pre_norm.data(), value(kn),
                           a.k_rstd.data(), N * Hkv, hd);
-    dq.swap(dq_pre);
-    dk.swap(dk_pre);
+    dq = dq_pre.data();
+    dk = dk_pre.data();
   }
   const int wq = block_param(p, "wq"), wk = block_param(p, "wk"), wv = block_param(p, "wv");
-  cpu::linear_backward(dx, grad(wq), dq.data(), a.x.data(), value(wq), N, d, H * hd);
-  cpu::linear_backward(dx, grad(wk), dk.data(), a.x.data(), value(wk), N, d, Hkv * hd, true);
-  cpu::linear_backward(dx, grad(wv), dv.data(), a.x.data(), value(wv), N, d, Hkv * hd, true);
+  cpu::linear_backward(dx, grad(wq), dq, a.x.data(), value(wq), N, d, H * hd);
+  cpu::linear_backward(dx, grad(wk), dk, a.x.data(), value(wk), N, d, Hkv * hd, true);
+  cpu::linear_backward(dx, grad(wv), dv, a.x.data(), value(wv), N, d, Hkv * hd, true);
 }
 
 template <class T>
@@ -161,8 +197,8 @@ void Backbone<T>::ffn_backward(int p, const T* dy, T* dx) {
 }
 
 template <class T>
-void Backbone<T>::rmsnorm_forward(int gain_id, const T* x, T* y, NormCache<T>& cache,
-                                  int64_t rows, int width) {
+void Backbone<T>::rmsnorm_forward(int gain_id, const T* x, T* y, NormCache<T>& cache, int64_t rows,
+                                  int width) {
   cache.x.assign(x, x + rows * width);
   cache.rstd.resize(rows);
   cpu::rmsnorm_forward(y, cache.rstd.data(), x, gain_id >= 0 ? value(gain_id) : nullptr, rows,

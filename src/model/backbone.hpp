@@ -64,6 +64,17 @@ class Backbone {
   // --- sublayer cores: y = Attn(x) and y = FFN(x) of the block at position p ---------------
   void attention_forward(int p, const T* x, T* y);
   void attention_backward(int p, const T* dy, T* dx);  // dx overwritten, weight grads added
+  // The attention core in stages, for designs that replace its softmax (MoDA):
+  // attention_forward = attention_project → cpu::attention_forward → attention_output.
+  // attention_project fills q, k (after QK-norm and RoPE) and v of attention_cache(p) and sizes
+  // o and lse; k_unrotated (optional, [rows, H_kv·hd]) receives k after QK-norm, before RoPE.
+  void attention_project(int p, const T* x, T* k_unrotated = nullptr);
+  void attention_output(int p, T* y);  // y = o·W_oᵀ with o of attention_cache(p)
+  void attention_output_backward(int p, const T* dy, T* d_o);  // d_o overwritten, W_o grad added
+  // dq, dk: gradients of the rotated q, k (consumed: used as scratch); dk_unrotated (optional):
+  // a further gradient of the pre-RoPE k. dx overwritten, W_q, W_k, W_v (and QK-norm) grads added.
+  void attention_project_backward(int p, T* dq, T* dk, const T* dv, T* dx,
+                                  const T* dk_unrotated = nullptr);
   void ffn_forward(int p, const T* x, T* y);
   void ffn_backward(int p, const T* dy, T* dx);
 

@@ -51,7 +51,9 @@ double worst_gradient_error(Model<double>& model, std::string* worst_name) {
       std::copy(x.begin(), x.end(), live);
       return loss();
     };
-    const double err = test::max_relative_error(f, x, g, 6);
+    // Fourth order: the second-order stencil's rounding noise exceeds 1e-6 of the small
+    // gradients of post-norm designs (DeepNorm, KEEL) although they match PyTorch to 1e-15.
+    const double err = test::max_relative_error_fourth_order(f, x, g, 6);
     std::copy(x.begin(), x.end(), live);
     if (err > worst) {
       worst = err;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "core/rng.hpp"
 #include "model/model.hpp"
@@ -32,9 +33,10 @@ ModelConfig tiny_config(const std::string& arch) {
   return c;
 }
 
-// A design option as JSON: booleans and numbers unquoted.
+// A design option as JSON: booleans and numbers unquoted, "auto" as null.
 std::string json_value(const std::string& v) {
   if (v == "true" || v == "false") return v;
+  if (v == "auto") return "null";  // derived from the shape: the reference's own default
   char* end = nullptr;
   std::strtod(v.c_str(), &end);
   if (end && *end == '\0' && !v.empty()) return v;
@@ -171,6 +173,43 @@ BOOST_AUTO_TEST_CASE(every_design_agrees_with_the_pytorch_reference) {
       BOOST_TEST(err64 < 1e-9, design.name << " float64 worst " << worst64);
       BOOST_TEST(err32 < 1e-4, design.name << " float32 worst " << worst32);
       BOOST_TEST(err_adam < 1e-4, design.name << " adamw losses");
+    }
+  }
+}
+
+// The design options the loop above leaves at their defaults (float64 gradients only).
+BOOST_AUTO_TEST_CASE(design_option_variants_agree_with_the_pytorch_reference) {
+  cpu::set_cpu_threads(1);
+  const std::string dir = std::filesystem::temp_directory_path() / "depthbench_pytorch_variants";
+  std::filesystem::create_directories(dir);
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> variants = {
+      {"deepnorm", {{"deepnorm_norm", "rmsnorm"}}},
+      {"deepnorm", {{"deepnorm_alpha", "1.5"}, {"deepnorm_beta", "0.7"}}},
+      {"keel", {{"keel_alpha", "3"}}},
+      {"moda", {{"moda_rope_depth_keys", "true"}}},
+      {"moda", {{"moda_post_norm", "true"}}},
+      {"moda", {{"moda_post_norm", "true"}, {"moda_rope_depth_keys", "true"}}}};
+  for (const auto& [arch, options] : variants) {
+    for (bool gqa : {false, true}) {
+      ModelConfig c = tiny_config(arch);
+      c.design_options = options;
+      if (gqa) c.qk_norm = true, c.n_kv_head = 1;
+      Model<double> model(c);
+      model.initialize(5);
+      Rng jitter(17);
+      for (double& v : model.params().values()) v += 0.05 * jitter.normal();
+      std::vector<int32_t> tokens(kBatch * kSeq);
+      Rng rng(9);
+      for (auto& t : tokens) t = int32_t(rng.below(c.vocab_size));
+      const Reference ref = run_reference(model, tokens, dir);
+      const std::vector<double> weights(model.params().values().begin(), model.params().values().end());
+      std::string worst64;
+      const double err64 = compare_gradients<double>(c, weights, tokens, ref, &worst64);
+      std::string label = arch;
+      for (const auto& [k, v] : options) label += " " + k + "=" + v;
+      std::printf("pytorch %s gqa+qk_norm=%d float64 %.1e (%s)\n", label.c_str(), int(gqa), err64,
+                  worst64.c_str());
+      BOOST_TEST(err64 < 1e-9, label << " float64 worst " << worst64);
     }
   }
 }

@@ -6,10 +6,20 @@ namespace db {
 
 // One line per design; each function lives in the design's own file.
 DesignInfo pre_ln_design();
+DesignInfo sandwich_ln_design();
+DesignInfo lns_design();
+DesignInfo deepnorm_design();
+DesignInfo keel_design();
+DesignInfo moda_design();
 
 const std::vector<DesignInfo>& all_designs() {
   static const std::vector<DesignInfo> designs = {
       pre_ln_design(),
+      sandwich_ln_design(),
+      lns_design(),
+      deepnorm_design(),
+      keel_design(),
+      moda_design(),
   };
   return designs;
 }

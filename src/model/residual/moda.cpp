@@ -1,0 +1,215 @@
+// §6 MoDA — Mixture-of-Depths Attention (arXiv 2603.15619; not token-routing MoD).
+// A Pre-LN stream whose attention in block l also attends, for the same token t, to "depth"
+// key/value entries of every earlier block m < l under one joint softmax with the causal
+// sequence keys (ops/cpu/moda_attention.hpp):
+//   slot 2m:   block m's own attention k (after QK-norm, before RoPE unless
+//              `moda_rope_depth_keys`) and v at position t;
+//   slot 2m+1: moda_wk_ffn_m·u_m(t), moda_wv_ffn_m·u_m(t), u_m = block m's normalised FFN input
+//              (the output of ffn_norm; with `moda_post_norm` the FFN input h).
+// Block l reads slots 0..2l−1; the last block's FFN slot is never read, so its projections do
+// not exist. `moda_post_norm`: h = N_a(x + MoDAAttn(x)), x' = N_f(h + FFN(h)).
+// Depth slots are position-bound (diagnostics.md "Swap"): a skipped block writes nothing and
+// its slots stay zero — they still take part in the softmax with logit 0 and value 0, which is
+// exactly what a block whose K/V projections are zero would write. On a swap the FFN
+// projection travels with the block when both blocks have one; the last block's parameters
+// at an earlier position use that position's own projection (it has no counterpart to swap).
+#include <algorithm>
+
+#include "model/residual/design.hpp"
+#include "model/residual/stream.hpp"
+#include "model/residual/sublayer.hpp"
+#include "ops/cpu/linear.hpp"
+#include "ops/cpu/moda_attention.hpp"
+#include "ops/cpu/rope.hpp"
+
+namespace db {
+namespace {
+
+template <class T>
+class ModaCore : public SublayerCore<T> {
+ public:
+  explicit ModaCore(const ModelConfig& c)
+      : n_layer_(c.n_layer),
+        slots_(std::max(2 * (c.n_layer - 1), 1)),
+        rope_depth_keys_(c.option("moda_rope_depth_keys", false)),
+        ffn_input_(c.n_layer) {}
+
+  // Depth slots are filled by the forward; a skipped block's slots stay zero.
+  void begin_forward(Backbone<T>& net) {
+    const int64_t size = net.rows() * slots_ * kv_width(net);
+    depth_k_.assign(size, T(0));
+    depth_v_.assign(size, T(0));
+  }
+  void begin_backward() {
+    d_depth_k_.assign(depth_k_.size(), T(0));
+    d_depth_v_.assign(depth_v_.size(), T(0));
+  }
+
+  void forward(Backbone<T>& net, int p, bool ffn, const T* u, T* y) override {
+    const int64_t N = net.rows();
+    const int kvw = kv_width(net);
+    const bool writes = p < n_layer_ - 1;  // the last block's entries are never read
+    if (ffn) {
+      net.ffn_forward(p, u, y);
+      if (!writes) return;
+      ffn_input_[p].assign(u, u + N * net.d());
+      tmp_k_.resize(N * kvw);
+      tmp_v_.resize(N * kvw);
+      cpu::linear_forward(tmp_k_.data(), u, net.value(ffn_projection(net, p, "moda_wk_ffn")), N,
+                          net.d(), kvw);
+      cpu::linear_forward(tmp_v_.data(), u, net.value(ffn_projection(net, p, "moda_wv_ffn")), N,
+                          net.d(), kvw);
+      if (rope_depth_keys_)  // rotated at the token's own position
+        cpu::rope_apply(tmp_k_.data(), net.rope(), net.batch(), net.seq_len(),
+                        net.config().kv_heads(), false);
+      scatter(depth_k_, tmp_k_, 2 * p + 1, N, kvw);
+      scatter(depth_v_, tmp_v_, 2 * p + 1, N, kvw);
+      return;
+    }
+    auto& a = net.attention_cache(p);
+    tmp_k_.resize(N * kvw);
+    net.attention_project(p, u, rope_depth_keys_ ? nullptr : tmp_k_.data());
+    cpu::moda_attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
+                                depth_k_.data(), depth_v_.data(), shape(net, p));
+    net.attention_output(p, y);
+    if (!writes) return;
+    scatter(depth_k_, rope_depth_keys_ ? a.k : tmp_k_, 2 * p, N, kvw);
+    scatter(depth_v_, a.v, 2 * p, N, kvw);
+  }
+
+  void backward(Backbone<T>& net, int p, bool ffn, const T* dy, T* du) override {
+    const int64_t N = net.rows();
+    const int kvw = kv_width(net);
+    const bool writes = p < n_layer_ - 1;
+    if (ffn) {
+      net.ffn_backward(p, dy, du);
+      if (!writes) return;  // the FFN slot's gradient is complete: its readers ran backward
+      gather(tmp_k_, d_depth_k_, 2 * p + 1, N, kvw);
+      gather(tmp_v_, d_depth_v_, 2 * p + 1, N, kvw);
+      if (rope_depth_keys_)
+        cpu::rope_apply(tmp_k_.data(), net.rope(), net.batch(), net.seq_len(),
+                        net.config().kv_heads(), true);
+      const int wk = ffn_projection(net, p, "moda_wk_ffn");
+      const int wv = ffn_projection(net, p, "moda_wv_ffn");
+      const T* x = ffn_input_[p].data();
+      cpu::linear_backward(du, net.grad(wk), tmp_k_.data(), x, net.value(wk), N, net.d(), kvw,
+                           true);
+      cpu::linear_backward(du, net.grad(wv), tmp_v_.data(), x, net.value(wv), N, net.d(), kvw,
+                           true);
+      return;
+    }
+    const ModelConfig& c = net.config();
+    auto& a = net.attention_cache(p);
+    d_o_.resize(N * c.n_head * c.head_dim());
+    dq_.resize(N * c.n_head * c.head_dim());
+    dk_.resize(N * kvw);
+    dv_.resize(N * kvw);
+    net.attention_output_backward(p, dy, d_o_.data());
+    cpu::moda_attention_backward(dq_.data(), dk_.data(), dv_.data(), d_depth_k_.data(),
+                                 d_depth_v_.data(), d_o_.data(), a.o.data(), a.lse.data(),
+                                 a.q.data(), a.k.data(), a.v.data(), depth_k_.data(),
+                                 depth_v_.data(), shape(net, p));
+    const T* dk_unrotated = nullptr;
+    if (writes) {  // this block's own k and v also served as depth entries of later blocks
+      gather(tmp_k_, d_depth_k_, 2 * p, N, kvw);
+      gather(tmp_v_, d_depth_v_, 2 * p, N, kvw);
+      add_into(dv_.data(), tmp_v_.data(), N * kvw);
+      if (rope_depth_keys_)
+        add_into(dk_.data(), tmp_k_.data(), N * kvw);
+      else
+        dk_unrotated = tmp_k_.data();
+    }
+    net.attention_project_backward(p, dq_.data(), dk_.data(), dv_.data(), du, dk_unrotated);
+  }
+
+ private:
+  static int kv_width(const Backbone<T>& net) {
+    return net.config().kv_heads() * net.config().head_dim();
+  }
+
+  // Block p reads the 2p slots of the blocks before it.
+  cpu::ModaShape shape(const Backbone<T>& net, int p) const {
+    const ModelConfig& c = net.config();
+    return {net.batch(), net.seq_len(), c.n_head, c.kv_heads(), c.head_dim(), 2 * p, slots_};
+  }
+
+  // The FFN depth projection at position p < L−1: the running block's own when it has one,
+  // else (the last block's parameters swapped to p) position p's, which stays in place.
+  static int ffn_projection(const Backbone<T>& net, int p, const std::string& name) {
+    const std::string own = "blocks." + std::to_string(net.param_block(p)) + "." + name;
+    if (net.layout().has(own)) return net.layout().id(own);
+    return net.layout().id("blocks." + std::to_string(p) + "." + name);
+  }
+
+  // Copies a [rows, kvw] tensor into / out of one slot of a [rows, slots, kvw] pool.
+  void scatter(std::vector<T>& pool, const std::vector<T>& x, int slot, int64_t rows, int kvw) {
+    for (int64_t n = 0; n < rows; ++n)
+      std::copy_n(x.data() + n * kvw, kvw, pool.data() + (n * slots_ + slot) * kvw);
+  }
+  void gather(std::vector<T>& x, const std::vector<T>& pool, int slot, int64_t rows, int kvw) {
+    x.resize(rows * kvw);
+    for (int64_t n = 0; n < rows; ++n)
+      std::copy_n(pool.data() + (n * slots_ + slot) * kvw, kvw, x.data() + n * kvw);
+  }
+
+  int n_layer_, slots_;
+  bool rope_depth_keys_;
+  std::vector<T> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
+  std::vector<std::vector<T>> ffn_input_;                     // u_p, for the projections' grads
+  std::vector<T> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
+};
+
+template <class T>
+class Moda : public ResidualDesign<T> {
+ public:
+  explicit Moda(const ModelConfig& c)
+      : stack_(c,
+               [post = c.option("moda_post_norm", false)](const Backbone<T>&, int, bool ffn) {
+                 SublayerForm f;
+                 (post ? f.out_norm : f.in_norm) = ffn ? "ffn_norm" : "attn_norm";
+                 return f;
+               }),
+        core_(c) {}
+
+  static void declare(ParameterLayout& layout, const ModelConfig& c) {
+    declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
+    const int64_t kv_width = int64_t(c.kv_heads()) * c.head_dim();
+    for (int b = 0; b + 1 < c.n_layer; ++b) {  // the last block's FFN entries are never read
+      layout.add_matrix("blocks." + std::to_string(b) + ".moda_wk_ffn", {kv_width, c.d_model},
+                        c.init_std);
+      layout.add_matrix("blocks." + std::to_string(b) + ".moda_wv_ffn", {kv_width, c.d_model},
+                        c.init_std);
+    }
+  }
+
+  // Depth attention beyond 6N + 12·L·d·T (doc/designs.md): block l's queries read 2l depth
+  // entries, 2·2l·hd FLOPs per head for the logits and as many for the weighted sum, forward;
+  // ×3 for training: 12·H·hd·Σ_l 2l = 12·H·hd·L(L−1). The FFN K/V projections are in 6N.
+  static double extra_flops_per_token(const ModelConfig& c, int /*seq_len*/) {
+    return 12.0 * c.n_head * c.head_dim() * double(c.n_layer) * (c.n_layer - 1);
+  }
+
+  void forward(Backbone<T>& net, const T* x0, T* features) override {
+    core_.begin_forward(net);
+    stack_.forward(net, x0, features, core_);
+  }
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    core_.begin_backward();
+    stack_.backward(net, dfeatures, dx0, core_);
+  }
+
+ private:
+  SublayerStack<T> stack_;
+  ModaCore<T> core_;
+};
+
+}  // namespace
+
+DesignInfo moda_design() {
+  return make_design_info<Moda>(
+      "moda", "MoDA: Pre-LN with same-token depth keys/values in the attention softmax",
+      {{"moda_rope_depth_keys", "false", "rotate depth keys with RoPE (default: cached pre-RoPE)"},
+       {"moda_post_norm", "false", "post-norm variant h = N(x + MoDAAttn(x))"}});
+}
+
+}  // namespace db

@@ -1,0 +1,165 @@
+// The general single-stream sublayer that Sandwich-LN (§2), DeepNorm (§4), KEEL (§5) and MoDA
+// (§6) compose, every part optional:
+//   x' = N_out( α·x + N_branch( F( s·N_in(x) ) ) )
+// Pre-LN is {N_in}, Sandwich-LN {N_in, N_branch}, DeepNorm {N_out, α}, KEEL {N_in, N_out, α}.
+// F is the block's attention or FFN core (or a design's replacement, e.g. MoDA attention).
+// The stack runs the block schedule (skip, swap), the observers and the final RMSNorm.
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/backbone.hpp"
+#include "model/residual/stream.hpp"
+
+namespace db {
+
+// The value "auto" marks a design option whose default is derived from the shape (DeepNorm's
+// α and β, KEEL's α): returns `derived` for it, else the number given.
+inline double derived_option(const ModelConfig& c, const std::string& key, double derived) {
+  const std::string v = c.option(key, std::string("auto"));
+  return v == "auto" || v.empty() ? derived : c.option(key, 0.0);
+}
+
+struct SublayerForm {
+  // Suffixes of the `blocks.{i}.` gain parameters; empty: that norm is absent.
+  std::string in_norm, branch_norm, out_norm;
+  bool out_layernorm = false;  // N_out is the bias-free LayerNorm instead of RMSNorm (DeepNorm)
+  double alpha = 1.0;          // weight of the skip path
+  double in_scale = 1.0;       // s, multiplies the N_in output after its gain
+};
+
+// The core F of sublayer (p, ffn): forward u → y, backward dy → du (du overwritten).
+template <class T>
+struct SublayerCore {
+  virtual ~SublayerCore() = default;
+  virtual void forward(Backbone<T>& net, int p, bool ffn, const T* u, T* y) {
+    if (ffn)
+      net.ffn_forward(p, u, y);
+    else
+      net.attention_forward(p, u, y);
+  }
+  virtual void backward(Backbone<T>& net, int p, bool ffn, const T* dy, T* du) {
+    if (ffn)
+      net.ffn_backward(p, dy, du);
+    else
+      net.attention_backward(p, dy, du);
+  }
+};
+
+template <class T>
+class SublayerStack {
+ public:
+  // The form of the sublayer at position p; may depend on net.param_block(p) (KEEL's block 0).
+  using FormOf = std::function<SublayerForm(const Backbone<T>& net, int p, bool ffn)>;
+
+  SublayerStack(const ModelConfig& c, FormOf form)
+      : form_(std::move(form)), caches_(2 * c.n_layer) {}
+
+  void forward(Backbone<T>& net, const T* x0, T* features, SublayerCore<T>& core) {
+    x_.assign(x0, x0 + net.rows() * net.d());
+    net.observe_depth_state(0, x_.data());
+    for (int p = 0; p < net.n_layer(); ++p) {
+      if (!net.skipped(p)) {  // a skipped block is the identity
+        sublayer_forward(net, p, false, core);
+        sublayer_forward(net, p, true, core);
+      }
+      net.observe_depth_state(p + 1, x_.data());
+    }
+    net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_, net.rows(),
+                        net.d());
+  }
+
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0, SublayerCore<T>& core) {
+    dx_.resize(net.rows() * net.d());
+    net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dx_.data(), final_norm_,
+                         net.rows(), net.d());
+    for (int p = net.n_layer() - 1; p >= 0; --p) {
+      if (net.skipped(p)) continue;
+      sublayer_backward(net, p, true, core);
+      sublayer_backward(net, p, false, core);
+    }
+    std::copy(dx_.begin(), dx_.end(), dx0);
+  }
+
+ private:
+  struct Cache {
+    NormCache<T> in, branch, out;
+  };
+
+  void sublayer_forward(Backbone<T>& net, int p, bool ffn, SublayerCore<T>& core) {
+    const SublayerForm f = form_(net, p, ffn);
+    Cache& c = caches_[2 * p + ffn];
+    const int64_t rows = net.rows(), count = rows * net.d();
+    u_.resize(count);
+    y_.resize(count);
+    tmp_.resize(count);
+    const T* u = x_.data();
+    if (!f.in_norm.empty()) {
+      net.rmsnorm_forward(net.block_param(p, f.in_norm), x_.data(), u_.data(), c.in, rows, net.d());
+      scale_into(u_.data(), f.in_scale, count);
+      u = u_.data();
+    }
+    core.forward(net, p, ffn, u, y_.data());
+    net.observe_sublayer(2 * p + ffn, u, y_.data());
+    const T* y = y_.data();
+    if (!f.branch_norm.empty()) {
+      net.rmsnorm_forward(net.block_param(p, f.branch_norm), y_.data(), tmp_.data(), c.branch, rows,
+                          net.d());
+      y = tmp_.data();
+    }
+    const T alpha = T(f.alpha);
+    for (int64_t i = 0; i < count; ++i) x_[i] = alpha * x_[i] + y[i];
+    if (!f.out_norm.empty()) {
+      const int gain = net.block_param(p, f.out_norm);
+      if (f.out_layernorm)
+        net.layernorm_forward(gain, x_.data(), tmp_.data(), c.out, rows, net.d());
+      else
+        net.rmsnorm_forward(gain, x_.data(), tmp_.data(), c.out, rows, net.d());
+      std::copy(tmp_.begin(), tmp_.end(), x_.begin());
+    }
+  }
+
+  // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn, SublayerCore<T>& core) {
+    const SublayerForm f = form_(net, p, ffn);
+    Cache& c = caches_[2 * p + ffn];
+    const int64_t rows = net.rows(), count = rows * net.d();
+    dz_.resize(count);
+    dy_.resize(count);
+    du_.resize(count);
+    if (!f.out_norm.empty()) {  // dz = ∂/∂(α·x + branch)
+      const int gain = net.block_param(p, f.out_norm);
+      if (f.out_layernorm)
+        net.layernorm_backward(gain, dx_.data(), dz_.data(), c.out, rows, net.d());
+      else
+        net.rmsnorm_backward(gain, dx_.data(), dz_.data(), c.out, rows, net.d());
+    } else {
+      std::copy(dx_.begin(), dx_.end(), dz_.begin());
+    }
+    const T* dy = dz_.data();
+    if (!f.branch_norm.empty()) {
+      net.rmsnorm_backward(net.block_param(p, f.branch_norm), dz_.data(), dy_.data(), c.branch,
+                           rows, net.d());
+      dy = dy_.data();
+    }
+    core.backward(net, p, ffn, dy, du_.data());
+    const T alpha = T(f.alpha);
+    for (int64_t i = 0; i < count; ++i) dx_[i] = alpha * dz_[i];
+    if (!f.in_norm.empty()) {
+      scale_into(du_.data(), f.in_scale, count);
+      net.rmsnorm_backward(net.block_param(p, f.in_norm), du_.data(), dx_.data(), c.in, rows,
+                           net.d(), /*accumulate_dx=*/true);
+    } else {
+      add_into(dx_.data(), du_.data(), count);
+    }
+  }
+
+  FormOf form_;
+  std::vector<Cache> caches_;
+  NormCache<T> final_norm_;
+  std::vector<T> x_, u_, y_, tmp_, dx_, dz_, dy_, du_;
+};
+
+}  // namespace db
