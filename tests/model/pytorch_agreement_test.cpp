@@ -32,8 +32,10 @@ ModelConfig tiny_config(const std::string& arch) {
   return c;
 }
 
-// A design option as JSON: booleans and numbers unquoted.
+// A design option as JSON: booleans and numbers unquoted; an empty value (a default derived
+// from the shape, e.g. attnres_block_size) is null, the reference's "derived" marker.
 std::string json_value(const std::string& v) {
+  if (v.empty()) return "null";
   if (v == "true" || v == "false") return v;
   char* end = nullptr;
   std::strtod(v.c_str(), &end);

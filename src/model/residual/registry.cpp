@@ -6,10 +6,14 @@ namespace db {
 
 // One line per design; each function lives in the design's own file.
 DesignInfo pre_ln_design();
+DesignInfo hc_design();
+DesignInfo mhc_design();
+DesignInfo attnres_full_design();
+DesignInfo attnres_block_design();
 
 const std::vector<DesignInfo>& all_designs() {
   static const std::vector<DesignInfo> designs = {
-      pre_ln_design(),
+      pre_ln_design(), hc_design(), mhc_design(), attnres_full_design(), attnres_block_design(),
   };
   return designs;
 }
