@@ -24,12 +24,33 @@ int ParameterLayout::add(ParameterSpec spec) {
 
 int ParameterLayout::add_matrix(const std::string& name, std::vector<int64_t> shape,
                                 double init_std) {
-  return add({name, std::move(shape), init_std, 0.0, true});
+  ParameterSpec spec;
+  spec.name = name;
+  spec.shape = std::move(shape);
+  spec.init_std = init_std;
+  return add(std::move(spec));
 }
 
-int ParameterLayout::add_constant(const std::string& name, std::vector<int64_t> shape,
-                                  double value, bool weight_decay) {
-  return add({name, std::move(shape), 0.0, value, weight_decay});
+int ParameterLayout::add_constant(const std::string& name, std::vector<int64_t> shape, double value,
+                                  bool weight_decay) {
+  ParameterSpec spec;
+  spec.name = name;
+  spec.shape = std::move(shape);
+  spec.init_value = value;
+  spec.weight_decay = weight_decay;
+  return add(std::move(spec));
+}
+
+int ParameterLayout::add_values(const std::string& name, std::vector<int64_t> shape,
+                                std::vector<double> values, bool weight_decay) {
+  ParameterSpec spec;
+  spec.name = name;
+  spec.shape = std::move(shape);
+  spec.weight_decay = weight_decay;
+  DB_REQUIRE(int64_t(values.size()) == spec.size(),
+             "init values of " + name + " do not fit its shape");
+  spec.init_values = std::move(values);
+  return add(std::move(spec));
 }
 
 int ParameterLayout::id(const std::string& name) const {
@@ -60,6 +81,8 @@ void ParameterStore<T>::initialize(uint64_t seed) {
     if (s.init_std > 0) {
       Rng rng(seed, s.name);
       for (int64_t i = 0; i < s.size(); ++i) v[i] = T(rng.truncated_normal(s.init_std));
+    } else if (!s.init_values.empty()) {
+      std::copy(s.init_values.begin(), s.init_values.end(), v);
     } else {
       std::fill(v, v + s.size(), T(s.init_value));
     }

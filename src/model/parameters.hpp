@@ -14,10 +14,12 @@ struct ParameterSpec {
   std::string name;
   std::vector<int64_t> shape;
   // Init: truncated normal N(0, init_std²) cut at ±3·init_std when init_std > 0, else the
+  // explicit init_values when given (structured inits such as HC's one-hot routing), else the
   // constant init_value.
   double init_std = 0.0;
   double init_value = 0.0;
   bool weight_decay = true;
+  std::vector<double> init_values;
   int64_t offset = 0;  // into the flat buffer
   int64_t size() const;
 };
@@ -28,6 +30,9 @@ class ParameterLayout {
   int add_matrix(const std::string& name, std::vector<int64_t> shape, double init_std);
   int add_constant(const std::string& name, std::vector<int64_t> shape, double value,
                    bool weight_decay = true);
+  // A parameter initialised to explicit values (row-major, one per element).
+  int add_values(const std::string& name, std::vector<int64_t> shape, std::vector<double> values,
+                 bool weight_decay = true);
   int id(const std::string& name) const;  // throws when unknown
   bool has(const std::string& name) const { return index_.count(name) > 0; }
   void set_init_std(const std::string& name, double init_std);

@@ -33,8 +33,10 @@ ModelConfig tiny_config(const std::string& arch) {
   return c;
 }
 
-// A design option as JSON: booleans and numbers unquoted, "auto" as null.
+// A design option as JSON: booleans and numbers unquoted; "auto" or empty (a default derived
+// from the shape, e.g. keel_alpha = 2L) is null, the reference's "derived" marker.
 std::string json_value(const std::string& v) {
+  if (v.empty()) return "null";
   if (v == "true" || v == "false") return v;
   if (v == "auto") return "null";  // derived from the shape: the reference's own default
   char* end = nullptr;

@@ -29,12 +29,8 @@ class ResidualDesign {
   // A single residual stream carries every earlier output with weight 1, the default here.
   virtual std::vector<double> path_weights(const Backbone<T>& net) const;
 
-  // Multi-stream designs (HC, mHC): the number of streams n and, for every sublayer k of the
-  // last forward, the per-token stream-mixing matrix (HC: A_k with its dynamic part, mHC:
-  // H_res,k) as [rows][n·n] row-major, concatenated over rows. Single-stream designs: 1 and {}.
-  // The diagnostics compose these into the effective rank of residual transport (§4).
-  virtual int streams() const { return 1; }
-  virtual std::vector<std::vector<double>> stream_mixing(const Backbone<T>&) const { return {}; }
+  // Multi-stream designs (HC, mHC) also implement StreamMixingSource (stream_mixing.hpp):
+  // their per-token stream maps, for the effective-rank diagnostic.
 };
 
 // A design-specific config key with its default (spec: "every such choice is a config value").

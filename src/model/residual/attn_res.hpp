@@ -1,0 +1,303 @@
+// Attention Residuals (spec §9 Full, §10 Block; arXiv 2603.15031), shared by attnres_full.cpp
+// (S = 1) and attnres_block.cpp. There is no running residual stream: sublayer l reads
+//   h_l = Σ_i softmax_i(w_l · RMSNorm_l(v_i)) · v_i      (ops/cpu/depth_softmax.hpp)
+// over its sources, and y_l = F_l(N_l(h_l)). Sources of a consumer = [embedding, completed
+// group sums..., current partial sum (only when non-empty)], groups being runs of S consecutive
+// sublayers from sublayer 0 (S = 1: the raw sublayer outputs, i.e. Full AttnRes). Sublayer 0
+// (block 0's attention) reads the embedding, the readout mixes every source, then final norm.
+//
+// Mixers and the block schedule (diagnostics.md "Skip"/"Swap"):
+// - Every block owns the mixer that produces its output boundary: block j's output mixer is
+//   `blocks.{j+1}.attn_res` (the input mix of block j+1's attention), the last block's is
+//   `readout_res`. On a swap it travels with block j; a block's input mixer does not (it is the
+//   output mixer of whatever block precedes it). `blocks.{j}.ffn_res` (mid-block) travels too.
+//   Without swaps this is the plain naming of doc/parameters.md.
+// - A skipped block runs neither sublayer, adds no source (nothing enters the partial sum), and
+//   its output boundary "returns its newest input unchanged": the input of the next block (or
+//   the readout) is the skipped block's own input mix z_p, so z_{p+1} = z_p as for a residual
+//   design whose block is the identity. Group boundaries stay where their positions put them; a
+//   group whose members were all skipped adds no block sum.
+// Depth states: z_0 = embedding, z_p = the mix feeding block p's attention, z_L = the readout
+// mix before the final norm.
+#pragma once
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "model/residual/design.hpp"
+#include "model/residual/stream.hpp"
+#include "ops/cpu/depth_softmax.hpp"
+
+namespace db {
+
+template <class T>
+class AttnResidual : public ResidualDesign<T> {
+ public:
+  // group_size S: consecutive sublayers summed into one source (1 = Full AttnRes).
+  AttnResidual(const ModelConfig& c, int group_size) : S_(group_size), K_(2 * c.n_layer) {
+    DB_REQUIRE(S_ >= 1, "AttnRes block size must be ≥ 1");
+  }
+
+  static void declare(ParameterLayout& layout, const ModelConfig& c) {
+    declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
+    auto mixer = [&](const std::string& prefix) {
+      layout.add_constant(prefix + "query", {c.d_model}, 0.0);  // zero: uniform at step 0
+      layout.add_constant(prefix + "key_norm", {c.d_model}, 1.0);
+    };
+    for (int b = 0; b < c.n_layer; ++b) {
+      const std::string p = "blocks." + std::to_string(b) + ".";
+      if (b > 0) mixer(p + "attn_res.");  // block 0's attention reads the embedding
+      mixer(p + "ffn_res.");
+    }
+    mixer("readout_res.");
+  }
+
+  void forward(Backbone<T>& net, const T* x0, T* features) override {
+    const int64_t rows = net.rows(), d = net.d(), count = rows * d;
+    const int L = net.n_layer();
+    const int groups = (K_ + S_ - 1) / S_;
+    emb_.assign(x0, x0 + count);
+    mixes_.assign(K_ + 1, Mix{});
+    ran_.assign(K_, false);
+    group_sum_.assign(groups, {});
+    pre_norm_.resize(K_);
+    u_.resize(count);
+    y_.resize(count);
+    partial_.assign(count, T(0));
+    partial_members_ = 0;
+    for (int p = 0; p < L; ++p) {
+      const int c = 2 * p;
+      if (p == 0) {
+        mixes_[c].kind = Mix::kEmbedding;
+        mixes_[c].h = emb_;
+      } else if (net.skipped(p - 1)) {
+        copy_boundary(c, c - 2);
+      } else {
+        mix(net, c, output_mixer(net, p - 1));
+      }
+      net.observe_depth_state(p, mixes_[c].h.data());
+      if (net.skipped(p)) {
+        close_group(c, rows * d);
+        close_group(c + 1, rows * d);
+        continue;
+      }
+      run_sublayer(net, p, false);
+      close_group(c, rows * d);
+      mix(net, c + 1, net.block_param(p, "ffn_res.query"));
+      run_sublayer(net, p, true);
+      close_group(c + 1, rows * d);
+    }
+    if (net.skipped(L - 1))
+      copy_boundary(K_, K_ - 2);
+    else
+      mix(net, K_, output_mixer(net, L - 1));
+    net.observe_depth_state(L, mixes_[K_].h.data());
+    net.rmsnorm_forward(net.layout().id("final_norm"), mixes_[K_].h.data(), features, final_norm_,
+                        rows, int(d));
+  }
+
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    const int64_t rows = net.rows(), d = net.d(), count = rows * d;
+    const int L = net.n_layer();
+    const int groups = (K_ + S_ - 1) / S_;
+    demb_.assign(count, T(0));
+    dh_.assign(K_ + 1, std::vector<T>(count, T(0)));
+    dgroup_.assign(groups, std::vector<T>(count, T(0)));
+    dpartial_.assign(S_ > 1 ? groups : 0, std::vector<T>(count, T(0)));
+    dy_.resize(count);
+    net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dh_[K_].data(), final_norm_,
+                         rows, int(d));
+    consumer_backward(net, K_);
+    for (int p = L - 1; p >= 0; --p) {
+      if (!net.skipped(p)) {
+        sublayer_backward(net, p, true);
+        consumer_backward(net, 2 * p + 1);
+        sublayer_backward(net, p, false);
+      }
+      consumer_backward(net, 2 * p);
+    }
+    std::copy(demb_.begin(), demb_.end(), dx0);
+  }
+
+  // [sources × consumers] as ResidualDesign documents: the depth-softmax weight each consumer
+  // puts on each source, averaged over tokens. A group sum (or partial sum) carries each of its
+  // sublayer outputs with the group's weight, so every member's row shows the weight of the
+  // aggregate containing it; for Block AttnRes the weight a consumer c gives the partial sum is
+  // the entry of source c − 1 when c − 1 is in c's group (the dead-segment diagnostic). A
+  // consumer that reads the embedding directly (sublayer 0) has weight 1 on it; a boundary that
+  // passes a skipped block's input on shows that input's weights. NaN: source not earlier, or a
+  // skipped sublayer (as source or consumer).
+  std::vector<double> path_weights(const Backbone<T>&) const override {
+    const int consumers = K_ + 1;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> w(size_t(K_ + 1) * consumers, nan);
+    auto at = [&](int src, int c) -> double& { return w[size_t(src) * consumers + c]; };
+    for (int c = 0; c <= K_; ++c) {
+      const Mix& m = mixes_[c];
+      if (m.kind == Mix::kEmbedding) {
+        at(0, c) = 1.0;
+      } else if (m.kind == Mix::kCopy) {
+        for (int s = 0; s <= K_; ++s) at(s, c) = at(s, m.copy_of);
+      } else if (m.kind == Mix::kMix) {
+        const int sources = int(m.refs.size());
+        const int64_t rows = int64_t(m.weights.size()) / sources;
+        for (int i = 0; i < sources; ++i) {
+          double mean = 0;
+          for (int64_t r = 0; r < rows; ++r) mean += m.weights[r * sources + i];
+          mean /= double(rows);
+          const Ref& ref = m.refs[i];
+          if (ref.kind == Ref::kEmbedding) {
+            at(0, c) = mean;
+            continue;
+          }
+          for (int j = ref.group * S_; j < std::min(K_, (ref.group + 1) * S_); ++j)
+            if (ran_[j] && j < c) at(1 + j, c) = mean;
+        }
+      }
+    }
+    for (int c = 0; c < K_; ++c)
+      if (!ran_[c])
+        for (int s = 0; s <= K_; ++s) at(s, c) = nan;
+    for (int s = 0; s < K_; ++s)
+      if (!ran_[s])
+        for (int c = 0; c <= K_; ++c) at(1 + s, c) = nan;
+    return w;
+  }
+
+ private:
+  struct Ref {
+    enum Kind { kEmbedding, kGroup, kPartial } kind;
+    int group;  // position group (sublayer / S) of a group or partial sum
+  };
+  struct Mix {
+    enum Kind { kNone, kEmbedding, kCopy, kMix } kind = kNone;
+    int copy_of = -1;
+    int query = -1, key_norm = -1;
+    std::vector<Ref> refs;
+    std::vector<T> partial;  // snapshot of the partial sum this mix read
+    std::vector<T> h, weights, rstd;
+  };
+
+  // Query id of the mixer that produces the output boundary of the block at position p.
+  int output_mixer(const Backbone<T>& net, int p) const {
+    const int j = net.param_block(p);
+    if (j + 1 < net.n_layer())
+      return net.layout().id("blocks." + std::to_string(j + 1) + ".attn_res.query");
+    return net.layout().id("readout_res.query");
+  }
+
+  void copy_boundary(int c, int from) {
+    mixes_[c].kind = Mix::kCopy;
+    mixes_[c].copy_of = from;
+    mixes_[c].h = mixes_[from].h;
+  }
+
+  const T* source_value(const Mix& m, const Ref& r) const {
+    if (r.kind == Ref::kEmbedding) return emb_.data();
+    if (r.kind == Ref::kGroup) return group_sum_[r.group].data();
+    return m.partial.data();
+  }
+
+  // The depth-softmax mix of consumer c over the current sources; query_id names the mixer
+  // (its key norm is the parameter declared right after the query).
+  void mix(Backbone<T>& net, int c, int query_id) {
+    Mix& m = mixes_[c];
+    m.kind = Mix::kMix;
+    m.query = query_id;
+    const std::string& qname = net.layout().spec(query_id).name;
+    m.key_norm = net.layout().id(qname.substr(0, qname.size() - 5) + "key_norm");
+    m.refs = {{Ref::kEmbedding, -1}};
+    for (int g = 0; g < int(group_sum_.size()); ++g)
+      if (!group_sum_[g].empty()) m.refs.push_back({Ref::kGroup, g});
+    if (partial_members_ > 0) {
+      m.refs.push_back({Ref::kPartial, c / S_});
+      m.partial = partial_;
+    }
+    const int sources = int(m.refs.size());
+    std::vector<const T*> values(sources);
+    for (int i = 0; i < sources; ++i) values[i] = source_value(m, m.refs[i]);
+    const int64_t rows = net.rows();
+    m.h.resize(rows * net.d());
+    m.weights.resize(rows * sources);
+    m.rstd.resize(rows * sources);
+    cpu::depth_softmax_forward(m.h.data(), m.weights.data(), m.rstd.data(), values.data(),
+                               net.value(m.query), net.value(m.key_norm),
+                               {rows, net.d(), sources, net.config().norm_eps});
+  }
+
+  void run_sublayer(Backbone<T>& net, int p, bool ffn) {
+    const int k = 2 * p + ffn;
+    const int64_t count = net.rows() * net.d();
+    ran_[k] = true;
+    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
+    net.rmsnorm_forward(gain, mixes_[k].h.data(), u_.data(), pre_norm_[k], net.rows(), net.d());
+    if (ffn)
+      net.ffn_forward(p, u_.data(), y_.data());
+    else
+      net.attention_forward(p, u_.data(), y_.data());
+    net.observe_sublayer(k, u_.data(), y_.data());
+    add_into(partial_.data(), y_.data(), count);  // the raw output joins the partial sum
+    ++partial_members_;
+  }
+
+  // After sublayer k (run or skipped): at the end of a group the partial becomes a block sum.
+  void close_group(int k, int64_t count) {
+    if ((k + 1) % S_ != 0) return;
+    if (partial_members_ > 0) group_sum_[k / S_] = partial_;
+    partial_.assign(count, T(0));
+    partial_members_ = 0;
+  }
+
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
+    const int k = 2 * p + ffn, g = k / S_;
+    const int64_t count = net.rows() * net.d();
+    // y_k reaches later consumers through its group's sum and through partial sums.
+    std::copy(dgroup_[g].begin(), dgroup_[g].end(), dy_.begin());
+    if (!dpartial_.empty()) add_into(dy_.data(), dpartial_[g].data(), count);
+    if (ffn)
+      net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
+    else
+      net.attention_backward(p, dy_.data(), u_.data());
+    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
+    net.rmsnorm_backward(gain, u_.data(), dh_[k].data(), pre_norm_[k], net.rows(), net.d(),
+                         /*accumulate_dx=*/true);
+  }
+
+  void consumer_backward(Backbone<T>& net, int c) {
+    Mix& m = mixes_[c];
+    if (m.kind == Mix::kEmbedding) {
+      add_into(demb_.data(), dh_[c].data(), int64_t(demb_.size()));
+    } else if (m.kind == Mix::kCopy) {
+      add_into(dh_[m.copy_of].data(), dh_[c].data(), int64_t(demb_.size()));
+    } else if (m.kind == Mix::kMix) {
+      const int sources = int(m.refs.size());
+      std::vector<const T*> values(sources);
+      std::vector<T*> grads(sources);
+      for (int i = 0; i < sources; ++i) {
+        const Ref& r = m.refs[i];
+        values[i] = source_value(m, r);
+        grads[i] = r.kind == Ref::kEmbedding ? demb_.data()
+                   : r.kind == Ref::kGroup   ? dgroup_[r.group].data()
+                                             : dpartial_[r.group].data();
+      }
+      cpu::depth_softmax_backward(grads.data(), net.grad(m.query), net.grad(m.key_norm),
+                                  dh_[c].data(), values.data(), m.weights.data(), m.rstd.data(),
+                                  net.value(m.query), net.value(m.key_norm),
+                                  {net.rows(), net.d(), sources, net.config().norm_eps});
+    }
+  }
+
+  const int S_, K_;
+  std::vector<Mix> mixes_;  // consumers 0..2L−1 (sublayer inputs), 2L = readout
+  std::vector<bool> ran_;
+  std::vector<std::vector<T>> group_sum_;  // by position group; empty if none completed
+  std::vector<T> emb_, partial_, u_, y_, dy_, demb_;
+  int partial_members_ = 0;
+  std::vector<NormCache<T>> pre_norm_;
+  NormCache<T> final_norm_;
+  std::vector<std::vector<T>> dh_, dgroup_, dpartial_;
+};
+
+}  // namespace db

@@ -1,0 +1,46 @@
+// §10 Block AttnRes: the 2L sublayers are grouped into runs of S; sources are the embedding,
+// the completed group sums and the current partial sum (attn_res.hpp). S = 2L / attnres_blocks
+// (8 blocks by default), or attnres_block_size when given; S = 1 is Full AttnRes.
+#include "model/residual/attn_res.hpp"
+
+namespace db {
+namespace {
+
+// attnres_block_size "" (the default, JSON null for the reference) means derived: 2L / blocks.
+int attnres_group_size(const ModelConfig& c) {
+  const std::string explicit_size = c.option("attnres_block_size", std::string());
+  if (!explicit_size.empty() && explicit_size != "null") {
+    const int S = int(c.option("attnres_block_size", 0.0));
+    DB_REQUIRE(S >= 1, "attnres_block_size must be ≥ 1");
+    return S;
+  }
+  const int blocks = int(c.option("attnres_blocks", 8.0));
+  DB_REQUIRE(blocks >= 1, "attnres_blocks must be ≥ 1");
+  DB_REQUIRE((2 * c.n_layer) % blocks == 0,
+             "attnres_block: 2L = " + std::to_string(2 * c.n_layer) +
+                 " is not a multiple of attnres_blocks = " + std::to_string(blocks) +
+                 "; give attnres_block_size");
+  return 2 * c.n_layer / blocks;
+}
+
+template <class T>
+class BlockAttnRes : public AttnResidual<T> {
+ public:
+  explicit BlockAttnRes(const ModelConfig& c) : AttnResidual<T>(c, attnres_group_size(c)) {}
+  static void declare(ParameterLayout& layout, const ModelConfig& c) {
+    attnres_group_size(c);  // validates the options when the layout is built
+    AttnResidual<T>::declare(layout, c);
+  }
+};
+
+}  // namespace
+
+DesignInfo attnres_block_design() {
+  return make_design_info<BlockAttnRes>(
+      "attnres_block", "Block Attention Residuals: depth softmax over block sums",
+      {{"attnres_blocks", "8", "number of blocks; S = 2L / attnres_blocks sublayers each"},
+       {"attnres_block_size", "",
+        "explicit S (sublayers per block); empty = derived from attnres_blocks"}});
+}
+
+}  // namespace db

@@ -1,0 +1,21 @@
+// §9 Full AttnRes: every sublayer mixes the embedding and all earlier raw sublayer outputs with
+// a per-token softmax over depth (attn_res.hpp with groups of one sublayer).
+#include "model/residual/attn_res.hpp"
+
+namespace db {
+namespace {
+
+template <class T>
+class FullAttnRes : public AttnResidual<T> {
+ public:
+  explicit FullAttnRes(const ModelConfig& c) : AttnResidual<T>(c, 1) {}
+};
+
+}  // namespace
+
+DesignInfo attnres_full_design() {
+  return make_design_info<FullAttnRes>(
+      "attnres_full", "Full Attention Residuals: per-token softmax over all earlier outputs");
+}
+
+}  // namespace db

@@ -1,0 +1,370 @@
+// §7 HC — dynamic Hyper-Connections with tanh (arXiv 2409.19606).
+// State per token H ∈ R^{n×d} (n streams, stored [rows, n, d]); H_0 = n copies of the embedding.
+// Sublayer k:  Hn = RMSNorm_k(H) per stream;
+//   α = [a_k | A_k] + s_α·tanh(Hn W_α)  (n×(n+1)),   β = b_k + s_β·tanh(Hn W_β)  (n);
+//   x_in = Σ_s α[s,0]·H[s];  y = F_k(N_k(x_in));  H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y.
+// Readout (config hc_readout): norm_then_sum = Σ_s N_final(H[s]) (authors' code, default) or
+// sum_then_norm = N_final(Σ_s H[s]) (HC paper). Names and layouts: doc/parameters.md.
+#include <cmath>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "model/residual/design.hpp"
+#include "model/residual/stream.hpp"
+#include "model/residual/stream_mixing.hpp"
+#include "ops/cpu/gemm.hpp"
+
+namespace db {
+namespace {
+
+std::string block_name(int b, const std::string& suffix) {
+  return "blocks." + std::to_string(b) + "." + suffix;
+}
+
+int hc_streams(const ModelConfig& c) {
+  const int n = int(c.option("hc_streams", 4.0));
+  DB_REQUIRE(n >= 1, "hc_streams must be ≥ 1");
+  return n;
+}
+
+bool hc_sum_then_norm(const ModelConfig& c) {
+  const std::string r = c.option("hc_readout", std::string("norm_then_sum"));
+  DB_REQUIRE(r == "norm_then_sum" || r == "sum_then_norm",
+             "hc_readout must be norm_then_sum or sum_then_norm, not '" + r + "'");
+  return r == "sum_then_norm";
+}
+
+template <class T>
+class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
+ public:
+  explicit HyperConnections(const ModelConfig& c)
+      : n_(hc_streams(c)), sum_then_norm_(hc_sum_then_norm(c)), subs_(2 * c.n_layer) {}
+
+  static void declare(ParameterLayout& layout, const ModelConfig& c) {
+    const int n = hc_streams(c);
+    hc_sum_then_norm(c);  // validates the option
+    declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
+    const int64_t d = c.d_model;
+    for (int b = 0; b < c.n_layer; ++b) {
+      // §7: W_o and W2 start with std 0.02/sqrt(n) (so the n-fold readout keeps its scale).
+      layout.set_init_std(block_name(b, "wo"), c.init_std / std::sqrt(double(n)));
+      layout.set_init_std(block_name(b, "w2"), c.init_std / std::sqrt(double(n)));
+      for (int ffn = 0; ffn < 2; ++ffn) {
+        const int k = 2 * b + ffn;
+        const std::string s = block_name(b, ffn ? "ffn_hc." : "attn_hc.");
+        // [a_k | A_k] with a_k = e_{k mod n}, A_k = I. Static routing gets no weight decay.
+        std::vector<double> alpha(size_t(n) * (n + 1), 0.0);
+        for (int r = 0; r < n; ++r) alpha[r * (n + 1) + 1 + r] = 1.0;
+        alpha[(k % n) * (n + 1)] = 1.0;
+        layout.add_values(s + "static_alpha", {n, n + 1}, alpha, /*weight_decay=*/false);
+        layout.add_constant(s + "static_beta", {n}, 1.0, /*weight_decay=*/false);
+        layout.add_constant(s + "w_alpha", {d, n + 1}, 0.0);
+        layout.add_constant(s + "w_beta", {d, 1}, 0.0);
+        layout.add_constant(s + "s_alpha", {1}, 0.01);
+        layout.add_constant(s + "s_beta", {1}, 0.01);
+        layout.add_constant(s + "norm", {d}, 1.0);
+      }
+    }
+  }
+
+  void forward(Backbone<T>& net, const T* x0, T* features) override {
+    const int64_t rows = net.rows(), d = net.d(), n = n_;
+    state_.resize(rows * n * d);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s) std::copy(x0 + r * d, x0 + (r + 1) * d, &state_[(r * n + s) * d]);
+    ran_.assign(subs_.size(), false);
+    rows_ = rows;
+    net.observe_depth_state(0, state_.data(), int(n * d));
+    for (int p = 0; p < net.n_layer(); ++p) {
+      if (!net.skipped(p)) {  // a skipped block: the whole n-stream state passes unchanged
+        sublayer_forward(net, p, false);
+        sublayer_forward(net, p, true);
+      }
+      net.observe_depth_state(p + 1, state_.data(), int(n * d));
+    }
+    readout_forward(net, features);
+  }
+
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    const int64_t rows = net.rows(), d = net.d(), n = n_;
+    dstate_.resize(rows * n * d);
+    readout_backward(net, dfeatures);
+    for (int p = net.n_layer() - 1; p >= 0; --p) {
+      if (net.skipped(p)) continue;
+      sublayer_backward(net, p, true);
+      sublayer_backward(net, p, false);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < d; ++j) {
+        T sum = 0;
+        for (int s = 0; s < n; ++s) sum += dstate_[(r * n + s) * d + j];
+        dx0[r * d + j] = sum;
+      }
+  }
+
+  // Per token, the input weights a_k = α[:,0], maps M_k = A_kᵀ and output weights b_k = β of
+  // the last forward, composed as in stream_mixing.hpp. The readout counts as reading the mean
+  // of the streams (the final norm removes the sum's factor n up to eps), so that a weight 1
+  // means "as in a single residual stream" for every consumer.
+  std::vector<double> path_weights(const Backbone<T>&) const override {
+    std::vector<double> in, out;
+    const StreamMixing mixing = collect(rows_, &in, &out);
+    return stream_path_weights(mixing, in, out, ran_, std::vector<double>(n_, 1.0 / n_));
+  }
+
+  StreamMixing stream_mixing() const override { return collect(rows_, nullptr, nullptr); }
+
+ private:
+  struct Sublayer {
+    NormCache<T> stream_norm, pre_norm;  // stream_norm.x keeps the input state H
+    std::vector<T> hn, ta, tb, alpha, beta, u, y;
+  };
+
+  struct Ids {
+    int static_alpha, static_beta, w_alpha, w_beta, s_alpha, s_beta, norm, gain;
+  };
+  Ids ids(Backbone<T>& net, int p, bool ffn) const {
+    const std::string s = ffn ? "ffn_hc." : "attn_hc.";
+    return {
+        net.block_param(p, s + "static_alpha"), net.block_param(p, s + "static_beta"),
+        net.block_param(p, s + "w_alpha"),      net.block_param(p, s + "w_beta"),
+        net.block_param(p, s + "s_alpha"),      net.block_param(p, s + "s_beta"),
+        net.block_param(p, s + "norm"),         net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
+  }
+
+  void sublayer_forward(Backbone<T>& net, int p, bool ffn) {
+    const int k = 2 * p + ffn, n = n_, n1 = n_ + 1, d = net.d();
+    const int64_t rows = net.rows(), R = rows * n;
+    ran_[k] = true;
+    Sublayer& c = subs_[k];
+    const Ids id = ids(net, p, ffn);
+    c.hn.resize(R * d);
+    c.ta.resize(R * n1);
+    c.tb.resize(R);
+    c.alpha.resize(R * n1);
+    c.beta.resize(R);
+    c.u.resize(rows * d);
+    c.y.resize(rows * d);
+    net.rmsnorm_forward(id.norm, state_.data(), c.hn.data(), c.stream_norm, R, d);
+    cpu::gemm(false, false, int(R), n1, d, T(1), c.hn.data(), d, net.value(id.w_alpha), n1, T(0),
+              c.ta.data(), n1);
+    cpu::gemm(false, false, int(R), 1, d, T(1), c.hn.data(), d, net.value(id.w_beta), 1, T(0),
+              c.tb.data(), 1);
+    const T* sa = net.value(id.static_alpha);
+    const T* sb = net.value(id.static_beta);
+    const T s_alpha = *net.value(id.s_alpha), s_beta = *net.value(id.s_beta);
+    for (int64_t i = 0; i < R * n1; ++i) {
+      c.ta[i] = std::tanh(c.ta[i]);
+      c.alpha[i] = sa[i % (n * n1)] + s_alpha * c.ta[i];
+    }
+    for (int64_t i = 0; i < R; ++i) {
+      c.tb[i] = std::tanh(c.tb[i]);
+      c.beta[i] = sb[i % n] + s_beta * c.tb[i];
+    }
+    // x_in = Σ_s α[s,0]·H[s] (into y as scratch), then the sublayer's own pre-norm.
+    const T* H = state_.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* x = &c.y[r * d];
+      std::fill(x, x + d, T(0));
+      for (int s = 0; s < n; ++s) {
+        const T a = c.alpha[(r * n + s) * n1];
+        const T* h = H + (r * n + s) * d;
+        for (int j = 0; j < d; ++j) x[j] += a * h[j];
+      }
+    }
+    net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
+    if (ffn)
+      net.ffn_forward(p, c.u.data(), c.y.data());
+    else
+      net.attention_forward(p, c.u.data(), c.y.data());
+    net.observe_sublayer(k, c.u.data(), c.y.data());
+    // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
+    const T* Hin = c.stream_norm.x.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int j = 0; j < n; ++j) {
+        T* out = &state_[(r * n + j) * d];
+        const T b = c.beta[r * n + j];
+        const T* y = &c.y[r * d];
+        for (int e = 0; e < d; ++e) out[e] = b * y[e];
+        for (int s = 0; s < n; ++s) {
+          const T a = c.alpha[(r * n + s) * n1 + 1 + j];
+          const T* h = Hin + (r * n + s) * d;
+          for (int e = 0; e < d; ++e) out[e] += a * h[e];
+        }
+      }
+  }
+
+  // dstate_ holds ∂/∂H' on entry and ∂/∂H on exit.
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
+    const int k = 2 * p + ffn, n = n_, n1 = n_ + 1, d = net.d();
+    const int64_t rows = net.rows(), R = rows * n;
+    Sublayer& c = subs_[k];
+    const Ids id = ids(net, p, ffn);
+    const T* H = c.stream_norm.x.data();
+    std::vector<T> dalpha(R * n1), dbeta(R), dy(rows * d), dx(rows * d), dH(R * d);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* y = &c.y[r * d];
+      T* dyr = &dy[r * d];
+      std::fill(dyr, dyr + d, T(0));
+      for (int j = 0; j < n; ++j) {
+        const T* g = &dstate_[(r * n + j) * d];
+        double dot = 0;
+        for (int e = 0; e < d; ++e) dot += double(g[e]) * y[e], dyr[e] += c.beta[r * n + j] * g[e];
+        dbeta[r * n + j] = T(dot);
+      }
+      for (int s = 0; s < n; ++s) {
+        const T* h = H + (r * n + s) * d;
+        T* dh = &dH[(r * n + s) * d];
+        std::fill(dh, dh + d, T(0));
+        for (int j = 0; j < n; ++j) {
+          const T* g = &dstate_[(r * n + j) * d];
+          const T a = c.alpha[(r * n + s) * n1 + 1 + j];
+          double dot = 0;
+          for (int e = 0; e < d; ++e) dot += double(g[e]) * h[e], dh[e] += a * g[e];
+          dalpha[(r * n + s) * n1 + 1 + j] = T(dot);
+        }
+      }
+    }
+    if (ffn)
+      net.ffn_backward(p, dy.data(), c.u.data());  // u reused as du
+    else
+      net.attention_backward(p, dy.data(), c.u.data());
+    net.rmsnorm_backward(id.gain, c.u.data(), dx.data(), c.pre_norm, rows, d);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s) {
+        const T* h = H + (r * n + s) * d;
+        T* dh = &dH[(r * n + s) * d];
+        const T* g = &dx[r * d];
+        const T a = c.alpha[(r * n + s) * n1];
+        double dot = 0;
+        for (int e = 0; e < d; ++e) dot += double(g[e]) * h[e], dh[e] += a * g[e];
+        dalpha[(r * n + s) * n1] = T(dot);
+      }
+    // α = static + s_α·tanh(z_α): static, scale and pre-activation gradients.
+    T* dsa = net.grad(id.static_alpha);
+    T* dsb = net.grad(id.static_beta);
+    const T s_alpha = *net.value(id.s_alpha), s_beta = *net.value(id.s_beta);
+    std::vector<double> dsa_sum(n * n1, 0.0), dsb_sum(n, 0.0);
+    double ds_alpha = 0, ds_beta = 0;
+    std::vector<T> dza(R * n1), dzb(R);
+    for (int64_t i = 0; i < R * n1; ++i) {
+      dsa_sum[i % (n * n1)] += dalpha[i];
+      ds_alpha += double(dalpha[i]) * c.ta[i];
+      dza[i] = dalpha[i] * s_alpha * (1 - c.ta[i] * c.ta[i]);
+    }
+    for (int64_t i = 0; i < R; ++i) {
+      dsb_sum[i % n] += dbeta[i];
+      ds_beta += double(dbeta[i]) * c.tb[i];
+      dzb[i] = dbeta[i] * s_beta * (1 - c.tb[i] * c.tb[i]);
+    }
+    for (int i = 0; i < n * n1; ++i) dsa[i] += T(dsa_sum[i]);
+    for (int i = 0; i < n; ++i) dsb[i] += T(dsb_sum[i]);
+    *net.grad(id.s_alpha) += T(ds_alpha);
+    *net.grad(id.s_beta) += T(ds_beta);
+    // z = Hn·W: dHn = dz·Wᵀ, dW += Hnᵀ·dz; then the per-stream norm back into dH.
+    std::vector<T>& dhn = c.hn;  // Hn is last needed below, so compute dW first
+    cpu::gemm(true, false, d, n1, int(R), T(1), c.hn.data(), d, dza.data(), n1, T(1),
+              net.grad(id.w_alpha), n1);
+    cpu::gemm(true, false, d, 1, int(R), T(1), c.hn.data(), d, dzb.data(), 1, T(1),
+              net.grad(id.w_beta), 1);
+    cpu::gemm(false, true, int(R), d, n1, T(1), dza.data(), n1, net.value(id.w_alpha), n1, T(0),
+              dhn.data(), d);
+    cpu::gemm(false, true, int(R), d, 1, T(1), dzb.data(), 1, net.value(id.w_beta), 1, T(1),
+              dhn.data(), d);
+    net.rmsnorm_backward(id.norm, dhn.data(), dH.data(), c.stream_norm, R, d,
+                         /*accumulate_dx=*/true);
+    dstate_.swap(dH);
+  }
+
+  void readout_forward(Backbone<T>& net, T* features) {
+    const int64_t rows = net.rows(), d = net.d(), n = n_;
+    const int final_norm = net.layout().id("final_norm");
+    if (sum_then_norm_) {
+      std::vector<T> sum(rows * d, T(0));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int s = 0; s < n; ++s)
+          for (int64_t j = 0; j < d; ++j) sum[r * d + j] += state_[(r * n + s) * d + j];
+      net.rmsnorm_forward(final_norm, sum.data(), features, final_norm_, rows, int(d));
+    } else {
+      std::vector<T> normed(rows * n * d);
+      net.rmsnorm_forward(final_norm, state_.data(), normed.data(), final_norm_, rows * n, int(d));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < d; ++j) {
+          T sum = 0;
+          for (int s = 0; s < n; ++s) sum += normed[(r * n + s) * d + j];
+          features[r * d + j] = sum;
+        }
+    }
+  }
+
+  void readout_backward(Backbone<T>& net, const T* dfeatures) {
+    const int64_t rows = net.rows(), d = net.d(), n = n_;
+    const int final_norm = net.layout().id("final_norm");
+    if (sum_then_norm_) {
+      std::vector<T> dsum(rows * d);
+      net.rmsnorm_backward(final_norm, dfeatures, dsum.data(), final_norm_, rows, int(d));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int s = 0; s < n; ++s)
+          std::copy(&dsum[r * d], &dsum[(r + 1) * d], &dstate_[(r * n + s) * d]);
+    } else {
+      std::vector<T> dnormed(rows * n * d);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int s = 0; s < n; ++s)
+          std::copy(dfeatures + r * d, dfeatures + (r + 1) * d, &dnormed[(r * n + s) * d]);
+      net.rmsnorm_backward(final_norm, dnormed.data(), dstate_.data(), final_norm_, rows * n,
+                           int(d));
+    }
+  }
+
+  // Maps M_k = A_kᵀ (identity for skipped sublayers) and optionally a_k, b_k per token.
+  StreamMixing collect(int64_t rows, std::vector<double>* in, std::vector<double>* out) const {
+    const int n = n_, n1 = n_ + 1, K = int(subs_.size());
+    StreamMixing m;
+    m.n = n;
+    m.sublayers = K;
+    m.tokens = rows;
+    m.maps.assign(size_t(K) * rows * n * n, 0.0);
+    if (in) in->assign(size_t(K) * rows * n, 0.0);
+    if (out) out->assign(size_t(K) * rows * n, 0.0);
+    for (int k = 0; k < K; ++k)
+      for (int64_t t = 0; t < rows; ++t) {
+        double* map = &m.maps[(k * rows + t) * n * n];
+        if (!ran_[k]) {
+          for (int i = 0; i < n; ++i) map[i * n + i] = 1.0;
+          continue;
+        }
+        const Sublayer& c = subs_[k];
+        for (int s = 0; s < n; ++s) {
+          for (int j = 0; j < n; ++j) map[j * n + s] = c.alpha[(t * n + s) * n1 + 1 + j];
+          if (in) (*in)[(k * rows + t) * n + s] = c.alpha[(t * n + s) * n1];
+          if (out) (*out)[(k * rows + t) * n + s] = c.beta[t * n + s];
+        }
+      }
+    return m;
+  }
+
+  int n_;
+  bool sum_then_norm_;
+  std::vector<Sublayer> subs_;
+  std::vector<bool> ran_;
+  int64_t rows_ = 0;
+  NormCache<T> final_norm_;
+  std::vector<T> state_, dstate_;
+};
+
+}  // namespace
+
+DesignInfo hc_design() {
+  return make_design_info<HyperConnections>(
+      "hc", "Hyper-Connections (dynamic, tanh): n streams mixed per token",
+      {{"hc_streams", "4", "number of residual streams n"},
+       {"hc_readout", "norm_then_sum",
+        "norm_then_sum (authors' code: final norm per stream, then sum) or sum_then_norm (HC "
+        "paper)"}});
+}
+
+}  // namespace db

@@ -1,0 +1,338 @@
+// §8 mHC — manifold-constrained Hyper-Connections (arXiv 2512.24880).
+// Streams X ∈ R^{n×d} per token (stored [rows, n, d]); X_0 = n copies of the embedding.
+// Sublayer k: v = RMSNorm_k(vec(X)) over all n·d values (stream-major), z = v·φ_k, then
+//   H_pre = σ(α_pre·z_pre + b_pre), H_post = 2σ(α_post·z_post + b_post),
+//   H_res = Sinkhorn(α_res·mat(z_res) + b_res);
+//   y = F_k(N_k(Σ_s H_pre[s]·X[s]));  X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y.
+// Readout: mean of the streams, final RMSNorm. Names and layouts: doc/parameters.md.
+#include <cmath>
+
+#include "core/error.hpp"
+#include "model/residual/design.hpp"
+#include "model/residual/stream.hpp"
+#include "model/residual/stream_mixing.hpp"
+#include "ops/cpu/gemm.hpp"
+#include "ops/cpu/sinkhorn.hpp"
+
+namespace db {
+namespace {
+
+std::string block_name(int b, const std::string& suffix) {
+  return "blocks." + std::to_string(b) + "." + suffix;
+}
+
+struct MhcOptions {
+  int n;
+  int sinkhorn_iters;
+  double sinkhorn_eps;
+  bool identity_init;
+};
+
+MhcOptions mhc_options(const ModelConfig& c) {
+  MhcOptions o{int(c.option("mhc_streams", 4.0)), int(c.option("mhc_sinkhorn_iters", 20.0)),
+               c.option("mhc_sinkhorn_eps", 1e-6), c.option("mhc_identity_init", false)};
+  DB_REQUIRE(o.n >= 1, "mhc_streams must be ≥ 1");
+  DB_REQUIRE(o.sinkhorn_iters >= 0, "mhc_sinkhorn_iters must be ≥ 0");
+  return o;
+}
+
+template <class T>
+T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+template <class T>
+class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSource {
+ public:
+  explicit ManifoldHyperConnections(const ModelConfig& c)
+      : opt_(mhc_options(c)), subs_(2 * c.n_layer) {}
+
+  static void declare(ParameterLayout& layout, const ModelConfig& c) {
+    const MhcOptions o = mhc_options(c);
+    const int64_t n = o.n, d = c.d_model, m = n * n + 2 * n;
+    declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
+    for (int b = 0; b < c.n_layer; ++b) {
+      layout.set_init_std(block_name(b, "wo"), c.init_std / std::sqrt(double(n)));
+      layout.set_init_std(block_name(b, "w2"), c.init_std / std::sqrt(double(n)));
+      for (int ffn = 0; ffn < 2; ++ffn) {
+        const int k = 2 * b + ffn;
+        const std::string s = block_name(b, ffn ? "ffn_mhc." : "attn_mhc.");
+        layout.add_matrix(s + "phi", {n * d, m}, c.init_std);
+        // Biases 0 (spec Choice: H_pre ≈ 0.5, H_post ≈ 1, H_res ≈ J/n), or ±8 for
+        // mhc_identity_init: H_pre ≈ e_{k mod n}, H_res ≈ I. No weight decay on biases, gates.
+        std::vector<double> bias(m, 0.0);
+        if (o.identity_init) {
+          for (int i = 0; i < n; ++i) bias[i] = i == k % n ? 8.0 : -8.0;
+          for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) bias[2 * n + i * n + j] = i == j ? 8.0 : -8.0;
+        }
+        layout.add_values(s + "bias", {m}, bias, /*weight_decay=*/false);
+        layout.add_constant(s + "gates", {3}, 0.01, /*weight_decay=*/false);
+        layout.add_constant(s + "norm", {n * d}, 1.0);
+      }
+    }
+  }
+
+  void forward(Backbone<T>& net, const T* x0, T* features) override {
+    const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
+    rows_ = rows;
+    state_.resize(rows * n * d);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s) std::copy(x0 + r * d, x0 + (r + 1) * d, &state_[(r * n + s) * d]);
+    ran_.assign(subs_.size(), false);
+    net.observe_depth_state(0, state_.data(), int(n * d));
+    for (int p = 0; p < net.n_layer(); ++p) {
+      if (!net.skipped(p)) {  // a skipped block: the whole n-stream state passes unchanged
+        sublayer_forward(net, p, false);
+        sublayer_forward(net, p, true);
+      }
+      net.observe_depth_state(p + 1, state_.data(), int(n * d));
+    }
+    // Readout: mean of the streams, then the final norm.
+    mean_.assign(rows * d, T(0));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s)
+        for (int64_t j = 0; j < d; ++j) mean_[r * d + j] += state_[(r * n + s) * d + j] / T(n);
+    net.rmsnorm_forward(net.layout().id("final_norm"), mean_.data(), features, final_norm_, rows,
+                        int(d));
+  }
+
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
+    std::vector<T> dmean(rows * d);
+    net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dmean.data(), final_norm_, rows,
+                         int(d));
+    dstate_.resize(rows * n * d);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s)
+        for (int64_t j = 0; j < d; ++j) dstate_[(r * n + s) * d + j] = dmean[r * d + j] / T(n);
+    for (int p = net.n_layer() - 1; p >= 0; --p) {
+      if (net.skipped(p)) continue;
+      sublayer_backward(net, p, true);
+      sublayer_backward(net, p, false);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < d; ++j) {
+        T sum = 0;
+        for (int s = 0; s < n; ++s) sum += dstate_[(r * n + s) * d + j];
+        dx0[r * d + j] = sum;
+      }
+  }
+
+  // a_k = H_pre, M_k = H_res, b_k = H_post per token (stream_mixing.hpp); readout = mean.
+  std::vector<double> path_weights(const Backbone<T>&) const override {
+    std::vector<double> in, out;
+    const StreamMixing mixing = collect(&in, &out);
+    return stream_path_weights(mixing, in, out, ran_, std::vector<double>(opt_.n, 1.0 / opt_.n));
+  }
+
+  StreamMixing stream_mixing() const override { return collect(nullptr, nullptr); }
+
+ private:
+  struct Sublayer {
+    NormCache<T> vec_norm, pre_norm;  // vec_norm.x keeps the input state X
+    std::vector<T> v, z, pre, post, res_logits, res, u, y;
+  };
+
+  struct Ids {
+    int phi, bias, gates, norm, gain;
+  };
+  Ids ids(Backbone<T>& net, int p, bool ffn) const {
+    const std::string s = ffn ? "ffn_mhc." : "attn_mhc.";
+    return {net.block_param(p, s + "phi"), net.block_param(p, s + "bias"),
+            net.block_param(p, s + "gates"), net.block_param(p, s + "norm"),
+            net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
+  }
+
+  cpu::SinkhornShape sinkhorn_shape(int64_t rows) const {
+    return {rows, opt_.n, opt_.sinkhorn_iters, opt_.sinkhorn_eps};
+  }
+
+  void sublayer_forward(Backbone<T>& net, int p, bool ffn) {
+    const int k = 2 * p + ffn, n = opt_.n, nn = n * n, m = nn + 2 * n, d = net.d(), nd = n * d;
+    const int64_t rows = net.rows();
+    ran_[k] = true;
+    Sublayer& c = subs_[k];
+    const Ids id = ids(net, p, ffn);
+    c.v.resize(rows * nd);
+    c.z.resize(rows * m);
+    c.pre.resize(rows * n);
+    c.post.resize(rows * n);
+    c.res_logits.resize(rows * nn);
+    c.res.resize(rows * nn);
+    c.u.resize(rows * d);
+    c.y.resize(rows * d);
+    net.rmsnorm_forward(id.norm, state_.data(), c.v.data(), c.vec_norm, rows, nd);
+    cpu::gemm(false, false, int(rows), m, nd, T(1), c.v.data(), nd, net.value(id.phi), m, T(0),
+              c.z.data(), m);
+    const T* g = net.value(id.gates);
+    const T* b = net.value(id.bias);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* z = &c.z[r * m];
+      for (int s = 0; s < n; ++s) {
+        c.pre[r * n + s] = sigmoid(T(g[0] * z[s] + b[s]));
+        c.post[r * n + s] = 2 * sigmoid(T(g[1] * z[n + s] + b[n + s]));
+      }
+      for (int e = 0; e < nn; ++e) c.res_logits[r * nn + e] = g[2] * z[2 * n + e] + b[2 * n + e];
+    }
+    cpu::sinkhorn_forward(c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
+    // x_in = Σ_s H_pre[s]·X[s] (into y as scratch), then the sublayer's own pre-norm.
+    const T* X = c.vec_norm.x.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* x = &c.y[r * d];
+      std::fill(x, x + d, T(0));
+      for (int s = 0; s < n; ++s)
+        for (int e = 0; e < d; ++e) x[e] += c.pre[r * n + s] * X[(r * n + s) * d + e];
+    }
+    net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
+    if (ffn)
+      net.ffn_forward(p, c.u.data(), c.y.data());
+    else
+      net.attention_forward(p, c.u.data(), c.y.data());
+    net.observe_sublayer(k, c.u.data(), c.y.data());
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int i = 0; i < n; ++i) {
+        T* out = &state_[(r * n + i) * d];
+        const T post = c.post[r * n + i];
+        for (int e = 0; e < d; ++e) out[e] = post * c.y[r * d + e];
+        for (int j = 0; j < n; ++j) {
+          const T h = c.res[r * nn + i * n + j];
+          const T* x = X + (r * n + j) * d;
+          for (int e = 0; e < d; ++e) out[e] += h * x[e];
+        }
+      }
+  }
+
+  // dstate_ holds ∂/∂X' on entry and ∂/∂X on exit.
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
+    const int k = 2 * p + ffn, n = opt_.n, nn = n * n, m = nn + 2 * n, d = net.d(), nd = n * d;
+    const int64_t rows = net.rows();
+    Sublayer& c = subs_[k];
+    const Ids id = ids(net, p, ffn);
+    const T* X = c.vec_norm.x.data();
+    std::vector<T> dpre(rows * n), dpost(rows * n), dres(rows * nn), dy(rows * d), dx(rows * d),
+        dX(rows * nd);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* dyr = &dy[r * d];
+      std::fill(dyr, dyr + d, T(0));
+      std::fill(&dX[r * nd], &dX[(r + 1) * nd], T(0));
+      for (int i = 0; i < n; ++i) {
+        const T* g = &dstate_[(r * n + i) * d];
+        double dot = 0;
+        for (int e = 0; e < d; ++e)
+          dot += double(g[e]) * c.y[r * d + e], dyr[e] += c.post[r * n + i] * g[e];
+        dpost[r * n + i] = T(dot);
+        for (int j = 0; j < n; ++j) {
+          const T* x = X + (r * n + j) * d;
+          T* dxj = &dX[(r * n + j) * d];
+          const T h = c.res[r * nn + i * n + j];
+          double dh = 0;
+          for (int e = 0; e < d; ++e) dh += double(g[e]) * x[e], dxj[e] += h * g[e];
+          dres[r * nn + i * n + j] = T(dh);
+        }
+      }
+    }
+    if (ffn)
+      net.ffn_backward(p, dy.data(), c.u.data());  // u reused as du
+    else
+      net.attention_backward(p, dy.data(), c.u.data());
+    net.rmsnorm_backward(id.gain, c.u.data(), dx.data(), c.pre_norm, rows, d);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s) {
+        const T* x = X + (r * n + s) * d;
+        T* dxs = &dX[(r * n + s) * d];
+        const T* g = &dx[r * d];
+        double dot = 0;
+        for (int e = 0; e < d; ++e) dot += double(g[e]) * x[e], dxs[e] += c.pre[r * n + s] * g[e];
+        dpre[r * n + s] = T(dot);
+      }
+    // Coefficient logits → gates, biases and z.
+    std::vector<T> dres_logits(rows * nn), dz(rows * m);
+    cpu::sinkhorn_backward(dres_logits.data(), dres.data(), c.res_logits.data(),
+                           sinkhorn_shape(rows));
+    const T* g = net.value(id.gates);
+    double dgate[3] = {0, 0, 0};
+    std::vector<double> dbias(m, 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* z = &c.z[r * m];
+      T* dzr = &dz[r * m];
+      for (int s = 0; s < n; ++s) {
+        const T hp = c.pre[r * n + s], hq = c.post[r * n + s];
+        const T dl_pre = dpre[r * n + s] * hp * (1 - hp);
+        const T dl_post = dpost[r * n + s] * hq * (1 - hq / 2);  // d(2σ) = 2σ(1−σ)
+        dbias[s] += dl_pre, dgate[0] += double(dl_pre) * z[s], dzr[s] = g[0] * dl_pre;
+        dbias[n + s] += dl_post, dgate[1] += double(dl_post) * z[n + s],
+            dzr[n + s] = g[1] * dl_post;
+      }
+      for (int e = 0; e < nn; ++e) {
+        const T dl = dres_logits[r * nn + e];
+        dbias[2 * n + e] += dl, dgate[2] += double(dl) * z[2 * n + e], dzr[2 * n + e] = g[2] * dl;
+      }
+    }
+    T* dg = net.grad(id.gates);
+    T* db = net.grad(id.bias);
+    for (int i = 0; i < 3; ++i) dg[i] += T(dgate[i]);
+    for (int i = 0; i < m; ++i) db[i] += T(dbias[i]);
+    // z = v·φ: dφ += vᵀ·dz, dv = dz·φᵀ (into v, last needed here), then the n·d-wide norm.
+    cpu::gemm(true, false, nd, m, int(rows), T(1), c.v.data(), nd, dz.data(), m, T(1),
+              net.grad(id.phi), m);
+    cpu::gemm(false, true, int(rows), nd, m, T(1), dz.data(), m, net.value(id.phi), m, T(0),
+              c.v.data(), nd);
+    net.rmsnorm_backward(id.norm, c.v.data(), dX.data(), c.vec_norm, rows, nd,
+                         /*accumulate_dx=*/true);
+    dstate_.swap(dX);
+  }
+
+  // Maps M_k = H_res,k (identity for skipped sublayers); optionally a_k = H_pre, b_k = H_post.
+  StreamMixing collect(std::vector<double>* in, std::vector<double>* out) const {
+    const int n = opt_.n, nn = n * n, K = int(subs_.size());
+    const int64_t rows = rows_;
+    StreamMixing mix;
+    mix.n = n;
+    mix.sublayers = K;
+    mix.tokens = rows;
+    mix.maps.assign(size_t(K) * rows * nn, 0.0);
+    if (in) in->assign(size_t(K) * rows * n, 0.0);
+    if (out) out->assign(size_t(K) * rows * n, 0.0);
+    for (int k = 0; k < K; ++k)
+      for (int64_t t = 0; t < rows; ++t) {
+        double* map = &mix.maps[(k * rows + t) * nn];
+        if (!ran_[k]) {
+          for (int i = 0; i < n; ++i) map[i * n + i] = 1.0;
+          continue;
+        }
+        const Sublayer& c = subs_[k];
+        for (int e = 0; e < nn; ++e) map[e] = c.res[t * nn + e];
+        for (int s = 0; s < n; ++s) {
+          if (in) (*in)[(k * rows + t) * n + s] = c.pre[t * n + s];
+          if (out) (*out)[(k * rows + t) * n + s] = c.post[t * n + s];
+        }
+      }
+    return mix;
+  }
+
+  MhcOptions opt_;
+  std::vector<Sublayer> subs_;
+  std::vector<bool> ran_;
+  int64_t rows_ = 0;
+  NormCache<T> final_norm_;
+  std::vector<T> state_, dstate_, mean_;
+};
+
+}  // namespace
+
+DesignInfo mhc_design() {
+  return make_design_info<ManifoldHyperConnections>(
+      "mhc", "manifold-constrained Hyper-Connections: Sinkhorn-normalised stream mixing",
+      {{"mhc_streams", "4", "number of residual streams n"},
+       {"mhc_sinkhorn_iters", "20", "Sinkhorn iterations (each a row then a column normalisation)"},
+       {"mhc_sinkhorn_eps", "1e-6", "eps added to the Sinkhorn row and column sums"},
+       {"mhc_identity_init", "false",
+        "init biases ±8 (H_res ≈ I, H_pre ≈ one-hot) instead of 0 (H_res ≈ J/n)"}});
+}
+
+}  // namespace db

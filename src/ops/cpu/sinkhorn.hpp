@@ -1,0 +1,26 @@
+// Sinkhorn normalisation of mHC's residual mixing (spec §8): M = exp(logits − rowmax), then
+// `iters` × { rows ← rows / (rowsum + eps); columns ← columns / (colsum + eps) }. Computed in
+// float64 whatever T is (the spec asks for at least fp32) and differentiated through every
+// iteration; the backward recomputes the iterates per matrix instead of storing them.
+#pragma once
+#include <cstdint>
+
+namespace db::cpu {
+
+struct SinkhornShape {
+  int64_t count;  // number of n×n matrices (one per token)
+  int n;
+  int iters;
+  double eps;
+};
+
+// logits, out: [count, n, n] row-major.
+template <class T>
+void sinkhorn_forward(T* out, const T* logits, SinkhornShape s);
+
+// dlogits (overwritten) from dout and the forward's logits. The row max is differentiated like
+// torch.amax (gradient shared equally between tied maxima), so that eps effects match exactly.
+template <class T>
+void sinkhorn_backward(T* dlogits, const T* dout, const T* logits, SinkhornShape s);
+
+}  // namespace db::cpu
