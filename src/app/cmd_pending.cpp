@@ -18,8 +18,5 @@ int run_plan_command(int, char**) {
 int run_sweep_command(int, char**) {
   return not_available("sweep", "sweeps issue");
 }
-int run_diagnose_command(int, char**) {
-  return not_available("diagnose", "diagnostics issue");
-}
 
 }  // namespace db::app

@@ -166,6 +166,17 @@ class AttnResidual : public ResidualDesign<T> {
     return w;
   }
 
+  // Block AttnRes dead segment: the weight consumer c gives the running partial sum, which
+  // exists when c − 1 is in c's group (c % S ≠ 0); NaN otherwise. Full AttnRes has none.
+  std::vector<double> partial_sum_weights(const Backbone<T>& net) const override {
+    if (S_ == 1) return {};
+    const std::vector<double> w = path_weights(net);
+    std::vector<double> ps(K_, std::numeric_limits<double>::quiet_NaN());
+    for (int c = 1; c < K_; ++c)
+      if (c % S_ != 0) ps[c] = w[size_t(c) * (K_ + 1) + c];  // source 1 + (c − 1)
+    return ps;
+  }
+
  private:
   struct Ref {
     enum Kind { kEmbedding, kGroup, kPartial } kind;

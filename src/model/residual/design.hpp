@@ -31,6 +31,18 @@ class ResidualDesign {
 
   // Multi-stream designs (HC, mHC) also implement StreamMixingSource (stream_mixing.hpp):
   // their per-token stream maps, for the effective-rank diagnostic.
+
+  // LogitLens (diagnostics.md §6): turns a depth state z_l [rows, width] (as given to the
+  // observer) into LM-head input features [rows, d] the way the design's own readout would.
+  // The default sums the width/d streams and applies the final RMSNorm, which is exactly the
+  // readout of every single-stream design; a design with another reduction overrides it.
+  virtual void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
+                             T* features);
+
+  // Block AttnRes (diagnostics.md §4, "dead segment"): for every sublayer input 0..2L−1 of the
+  // last forward, the token-mean depth-softmax weight given to the running partial sum (NaN
+  // where a sublayer has none). Designs without a partial sum return {}.
+  virtual std::vector<double> partial_sum_weights(const Backbone<T>&) const { return {}; }
 };
 
 // A design-specific config key with its default (spec: "every such choice is a config value").

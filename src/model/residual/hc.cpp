@@ -114,6 +114,30 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
 
   StreamMixing stream_mixing() const override { return collect(rows_, nullptr, nullptr); }
 
+  // LogitLens: a depth state (the n streams) read out as this design's own readout does.
+  void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
+                     T* features) override {
+    const int d = net.d();
+    DB_REQUIRE(width == n_ * d, "HC depth state must hold n·d values per token");
+    const int final_norm = net.layout().id("final_norm");
+    NormCache<T> cache;
+    std::vector<T> buffer(size_t(rows) * n_ * d, T(0));
+    if (sum_then_norm_) {  // Σ_s H[s], then N_final
+      for (int64_t r = 0; r < rows; ++r)
+        for (int s = 0; s < n_; ++s)
+          for (int j = 0; j < d; ++j) buffer[r * d + j] += state[(r * n_ + s) * d + j];
+      net.rmsnorm_forward(final_norm, buffer.data(), features, cache, rows, d);
+      return;
+    }
+    net.rmsnorm_forward(final_norm, state, buffer.data(), cache, rows * n_, d);  // Σ_s N(H[s])
+    for (int64_t r = 0; r < rows; ++r)
+      for (int j = 0; j < d; ++j) {
+        T sum = 0;
+        for (int s = 0; s < n_; ++s) sum += buffer[(r * n_ + s) * d + j];
+        features[r * d + j] = sum;
+      }
+  }
+
  private:
   struct Sublayer {
     NormCache<T> stream_norm, pre_norm;  // stream_norm.x keeps the input state H

@@ -128,6 +128,18 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
 
   StreamMixing stream_mixing() const override { return collect(nullptr, nullptr); }
 
+  // LogitLens: a depth state (the n streams) read out as the design does: mean, final norm.
+  void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
+                     T* features) override {
+    const int d = net.d(), n = int(width / d);
+    std::vector<T> mean(size_t(rows) * d, T(0));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int s = 0; s < n; ++s)
+        for (int j = 0; j < d; ++j) mean[r * d + j] += state[(r * n + s) * d + j] / T(n);
+    NormCache<T> cache;
+    net.rmsnorm_forward(net.layout().id("final_norm"), mean.data(), features, cache, rows, d);
+  }
+
  private:
   struct Sublayer {
     NormCache<T> vec_norm, pre_norm;  // vec_norm.x keeps the input state X

@@ -1,0 +1,117 @@
+// `depthbench diagnose RUN.h5`: layer diagnostics of a completed run (doc/diagnostics.md),
+// their independent passes spread over the ranks of mpirun.
+#include <mpi.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "app/commands.hpp"
+#include "core/communicator.hpp"
+#include "core/error.hpp"
+#include "diag/diagnose.hpp"
+#include "diag/eval_tasks.hpp"
+
+namespace db::app {
+
+int run_diagnose_command(int argc, char** argv) {
+  namespace po = boost::program_options;
+  diag::DiagnoseOptions options;
+  diag::DiagSettings& s = options.settings;
+  std::string only;
+  uint64_t seed = s.seed;
+  std::map<std::string, std::string> task_files;
+  po::options_description described(
+      "usage: depthbench diagnose RUN.h5 [options]\n\n"
+      "Loads the final weights of a completed run (NAME.weights.h5 beside NAME.h5) and writes\n"
+      "the diagnostics into NAME.h5's diagnostics/ group. Diagnostics: " +
+      [] {
+        std::string names;
+        for (const std::string& n : diag::diagnostic_names())
+          names += (names.empty() ? "" : ", ") + n;
+        return names;
+      }() +
+      "\n\noptions");
+  described.add_options()("help,h", "print this help")(
+      "run", po::value(&options.run_file)->required(), "the run file NAME.h5 (positional)")(
+      "only", po::value(&only), "comma-separated diagnostics to run (default: all that apply)")(
+      "tokens", po::value(&options.token_globs)->multitoken(),
+      "token files (globs) to draw windows from (default: the run's validation files)")(
+      "windows-file", po::value(&options.token_globs)->multitoken(), "same as --tokens")(
+      "window-len", po::value(&s.window_len)->default_value(s.window_len),
+      "tokens per window T_d (clamped to the run's seq_len)")(
+      "seed", po::value(&seed)->default_value(seed), "seed of the window draws and bootstraps")(
+      "bootstrap", po::value(&s.bootstrap)->default_value(s.bootstrap), "bootstrap resamples B")(
+      "angular-windows", po::value(&s.angular_windows)->default_value(s.angular_windows),
+      "windows for angular_distance")("causal-windows",
+                                      po::value(&s.causal_windows)->default_value(s.causal_windows),
+                                      "windows for causal_score")(
+      "permutation-windows",
+      po::value(&s.permutation_windows)->default_value(s.permutation_windows),
+      "windows for permutation_score")("path-windows",
+                                       po::value(&s.path_windows)->default_value(s.path_windows),
+                                       "windows for path_weights (and effective rank)")(
+      "pruning-windows", po::value(&s.pruning_windows)->default_value(s.pruning_windows),
+      "windows for the pruning loss deltas")(
+      "logitlens-windows", po::value(&s.logitlens_windows)->default_value(s.logitlens_windows),
+      "windows for logitlens")("dead-threshold",
+                               po::value(&s.dead_threshold)->default_value(s.dead_threshold),
+                               "Block AttnRes dead segment: partial-sum weight threshold")(
+      "arc", po::value(&s.arc_file), "ARC-Easy JSONL for the pruning accuracy deltas")(
+      "arc-limit", po::value(&s.arc_limit)->default_value(0), "ARC questions used (0 = all)")(
+      "nll-limit", po::value(&s.nll_limit)->default_value(0),
+      "examples per domain NLL task (0 = all)")(
+      "eval-context", po::value(&s.eval_context)->default_value(0),
+      "longest evaluation sequence in tokens (0 = the run's seq_len)")(
+      "tokenizer", po::value(&options.tokenizer),
+      "tokenizer of the evaluation prompts: 'bytes' or a tokenizer.json (default: bytes when "
+      "the run's vocabulary is 257)")("threads", po::value(&options.threads)->default_value(0),
+                                      "CPU threads per rank (0 = cores / ranks on the node)");
+  for (const std::string& task : diag::nll_task_names())
+    described.add_options()(task.c_str(), po::value(&task_files[task]),
+                            ("domain NLL task file (" + task + ", public layout)").c_str());
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  po::variables_map vm;
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  try {
+    po::store(po::command_line_parser(argc, argv).options(described).positional(positional).run(),
+              vm);
+    if (vm.count("help")) {
+      if (rank == 0) std::cout << described << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    if (rank == 0) std::cerr << "depthbench diagnose: " << e.what() << "\n" << described << "\n";
+    return 2;
+  }
+  s.seed = seed;
+  for (const auto& [task, file] : task_files)
+    if (!file.empty()) s.task_files[task] = file;
+  size_t start = 0;
+  while (start < only.size()) {
+    const size_t end = std::min(only.find(',', start), only.size());
+    if (end > start) options.only.push_back(only.substr(start, end - start));
+    start = end + 1;
+  }
+
+  const Communicator world = Communicator::world();
+  const diag::DiagnoseReport report = diag::run_diagnostics(options, world);
+  if (rank == 0) {
+    std::printf("\n%-18s %14s %10s  datasets\n", "diagnostic", "forward passes", "seconds");
+    for (const auto& e : report.entries) {
+      if (!e.skipped.empty()) {
+        std::printf("%-18s %14s %10s  skipped: %s\n", e.name.c_str(), "-", "-", e.skipped.c_str());
+        continue;
+      }
+      std::printf("%-18s %14lld %10.2f  %zu\n", e.name.c_str(), (long long)e.forward_passes,
+                  e.seconds, e.datasets.size());
+    }
+    std::printf("written to %s (diagnostics/)\n", options.run_file.c_str());
+  }
+  return 0;
+}
+
+}  // namespace db::app

@@ -1,0 +1,143 @@
+// Shared plumbing of the diagnostics (diagnostics.md "Data and the shared plumbing"): the
+// settings, the sampled token windows, the communicator over which independent passes are
+// spread, progress lines with an ETA, and the scoring of a target continuation.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/communicator.hpp"
+#include "data/token_dataset.hpp"
+#include "diag/diag_file.hpp"
+#include "model/model.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "train/run_config.hpp"
+
+namespace db::diag {
+
+// Sample counts default to the paper's runs (diagnostics.md "Data").
+struct DiagSettings {
+  int window_len = 512;  // T_d, clamped to the run's seq_len (see doc/diagnostics.md)
+  uint64_t seed = 42;
+  int bootstrap = 1000;
+  int64_t angular_windows = 1024;
+  int64_t causal_windows = 128;
+  int64_t permutation_windows = 128;
+  int64_t path_windows = 32;  // path weights and effective rank
+  int64_t pruning_windows = 128;
+  int64_t logitlens_windows = 128;
+  int64_t arc_limit = 0;  // ARC questions used (0 = all)
+  int64_t nll_limit = 0;  // examples per NLL task (0 = all)
+  int eval_context = 0;   // longest evaluation sequence in tokens (0 = the run's seq_len)
+  double dead_threshold = 0.05;
+  std::string arc_file;
+  std::map<std::string, std::string> task_files;  // domain NLL task → file
+};
+
+// Windows of T_d tokens drawn uniformly with replacement from a token file set with a fixed
+// seed. The i-th draw is the same for every diagnostic, so a diagnostic using N windows uses
+// the first N of the stream.
+class WindowSample {
+ public:
+  WindowSample(std::vector<std::string> files, int window_len,
+               const data::TokenFileOptions& options, uint64_t seed);
+  int window_len() const { return window_len_; }
+  int64_t index(int64_t i) const;  // the dataset window of draw i
+  void read(int64_t i, std::vector<int32_t>& tokens) const;
+  const std::vector<std::string>& files() const { return dataset_.files(); }
+  int64_t available() const { return dataset_.num_windows(); }
+
+ private:
+  data::TokenDataset dataset_;
+  int window_len_;
+  uint64_t seed_;
+  mutable std::vector<int64_t> drawn_;
+};
+
+// Progress lines of one diagnostic on rank 0: the forward passes it needs before it starts,
+// then lines with the share done and an ETA from rank 0's own passes.
+class Progress {
+ public:
+  Progress(const Communicator& comm, bool verbose) : comm_(comm), verbose_(verbose) {}
+  void begin(const std::string& name, int64_t total_passes, const std::string& breakdown);
+  // Passes this rank will run in the current diagnostic (for its ETA).
+  void set_local_total(int64_t passes) { local_total_ = passes; }
+  void step(int64_t passes = 1);
+  double end();  // seconds; prints the completion line
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const Communicator& comm_;
+  bool verbose_;
+  std::string name_;
+  int64_t local_total_ = 0, local_done_ = 0;
+  Clock::time_point start_, last_print_;
+};
+
+struct DiagContext {
+  Model<float>& model;
+  const RunConfig& run;
+  const DiagSettings& settings;
+  const Communicator& comm;
+  const WindowSample& windows;
+  tokenizer::Tokenizer* tokenizer;  // null unless an evaluation file needs it
+  Progress& progress;
+
+  int n_layer() const { return model.config().n_layer; }
+  // Independent tasks t = 0, 1, ... are dealt round-robin over the ranks.
+  bool mine(int64_t task) const { return task % comm.size() == comm.rank(); }
+  int64_t my_count(int64_t tasks) const;
+  // Each rank filled only its own entries (zero elsewhere): the sum gives every rank the whole
+  // array, exactly (x + 0 = x), so the result does not depend on the number of ranks.
+  void gather(std::vector<double>& values) const;
+  // Summed next-token loss of sampled window i and its number of targets.
+  double window_loss(int64_t i, std::vector<int32_t>& scratch) const;
+  int64_t eval_context() const;
+  // The attributes every dataset of a window-based diagnostic carries.
+  void describe_windows(DiagnosticDataset& set, int64_t windows) const;
+};
+
+// Log-likelihood of a target continuation given a prompt, tokenized separately and
+// concatenated; when longer than max_context the oldest tokens are dropped (targets that fall
+// out are not scored). Log-softmax in float64.
+struct TargetScore {
+  double nll = 0;      // summed over the scored target tokens
+  int64_t tokens = 0;  // target tokens scored
+  bool truncated = false;
+};
+TargetScore score_target(Model<float>& model, tokenizer::Tokenizer& tok, const std::string& prompt,
+                         const std::string& target, int64_t max_context);
+
+// Puts the observer on the backbone for the lifetime of the scope.
+class ObserverScope {
+ public:
+  ObserverScope(Backbone<float>& net, ForwardObserver<float>& observer) : net_(net) {
+    net_.observer = &observer;
+  }
+  ~ObserverScope() { net_.observer = nullptr; }
+  ObserverScope(const ObserverScope&) = delete;
+  ObserverScope& operator=(const ObserverScope&) = delete;
+
+ private:
+  Backbone<float>& net_;
+};
+
+// A diagnostic: its name, the forward passes it needs (over all ranks) and its computation.
+struct Diagnostic {
+  std::string name;
+  std::string summary;
+  // Total forward passes and a breakdown for the line printed before it starts.
+  std::function<std::pair<int64_t, std::string>(const DiagContext&)> cost;
+  // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.
+  std::function<std::string(const DiagContext&)> not_applicable;
+  std::function<std::vector<DiagnosticDataset>(DiagContext&)> run;
+};
+
+// Adds "<name>_ci_low"/"<name>_ci_high" datasets of the same shape.
+void add_interval(std::vector<DiagnosticDataset>& out, const DiagnosticDataset& of,
+                  const std::vector<double>& low, const std::vector<double>& high);
+
+}  // namespace db::diag

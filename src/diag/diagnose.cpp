@@ -1,0 +1,185 @@
+#include "diag/diagnose.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "core/error.hpp"
+#include "diag/diagnostics.hpp"
+#include "io/checkpoint.hpp"
+#include "io/hdf5_handle.hpp"
+#include "io/run_file.hpp"
+#include "ops/cpu/gemm.hpp"
+
+namespace db::diag {
+namespace {
+
+struct LoadedRun {
+  RunConfig config;
+  std::string run_id;
+  std::vector<std::string> val_files;
+};
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(separator, start), text.size());
+    if (end > start) parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+LoadedRun load_run(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  DB_REQUIRE(id >= 0, "cannot open run file " + path);
+  H5Handle file(id, H5Fclose);
+  auto attribute = [&](const char* name) {
+    DB_REQUIRE(H5Aexists(file.get(), name) > 0, path + " has no root attribute '" + name + "'");
+    return read_string_attribute(file.get(), name);
+  };
+  LoadedRun run;
+  const std::string status = attribute("status");
+  DB_REQUIRE(status == "completed",
+             path + ": the run is '" + status + "'; only completed runs can be diagnosed");
+  run.config = parse_run_config_text(attribute("config"));
+  run.run_id = attribute("run_id");
+  run.val_files = split(attribute("val_files"), ';');
+  return run;
+}
+
+int default_threads(const Communicator& comm) {
+  MPI_Comm local;
+  MPI_CHECK(
+      MPI_Comm_split_type(comm.handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &local));
+  int local_size = 1;
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local_size);
+}
+
+}  // namespace
+
+const std::vector<Diagnostic>& all_diagnostics() {
+  static const std::vector<Diagnostic> diagnostics = {
+      angular_distance_diagnostic(), causal_score_diagnostic(), permutation_score_diagnostic(),
+      path_weights_diagnostic(),     pruning_diagnostic(),      logitlens_diagnostic(),
+      domain_nll_diagnostic(),
+  };
+  return diagnostics;
+}
+
+std::vector<std::string> diagnostic_names() {
+  std::vector<std::string> names;
+  for (const Diagnostic& d : all_diagnostics()) names.push_back(d.name);
+  return names;
+}
+
+std::string weights_path(const std::string& run_file) {
+  std::string stem = run_file;
+  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".h5") == 0) stem.resize(stem.size() - 3);
+  return stem + ".weights";
+}
+
+DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicator& comm) {
+  const bool rank0 = comm.rank() == 0;
+  for (const std::string& name : options.only) {
+    const auto names = diagnostic_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string valid;
+      for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+      throw Error("unknown diagnostic '" + name + "' (valid: " + valid + ")");
+    }
+  }
+  cpu::set_cpu_threads(options.threads > 0 ? options.threads : default_threads(comm));
+  const LoadedRun run = load_run(options.run_file);
+
+  // The final weights, in layout order (doc/hdf5-schema.md "Files beside the run file").
+  const std::string weights_file = weights_path(options.run_file);
+  const std::optional<Checkpoint> weights = read_checkpoint(weights_file);
+  DB_REQUIRE(weights.has_value(), "final weights " + weights_file + " not found");
+  DB_REQUIRE(weights->run_id == run.run_id,
+             weights_file + " belongs to run " + weights->run_id + ", not " + run.run_id);
+  Model<float> model(run.config.model);
+  DB_REQUIRE(int64_t(weights->params.size()) == model.layout().total_size(),
+             weights_file + " holds " + std::to_string(weights->params.size()) +
+                 " parameters, the model has " + std::to_string(model.layout().total_size()));
+  std::copy(weights->params.begin(), weights->params.end(), model.params().values().begin());
+
+  DiagSettings settings = options.settings;
+  // T_d never exceeds the context the model was trained on (RoPE positions beyond it were
+  // never seen); tiny demo runs train with short sequences.
+  settings.window_len = std::min(settings.window_len, run.config.recipe.seq_len);
+  DB_REQUIRE(settings.window_len >= 2, "window length must be at least 2 tokens");
+  const std::vector<std::string> files =
+      options.token_globs.empty() ? run.val_files : expand_globs(options.token_globs);
+  DB_REQUIRE(!files.empty(), "no token files: the run has no validation files, give --tokens");
+  data::TokenFileOptions token_options;
+  token_options.format = data::parse_token_format(run.config.data.format);
+  token_options.raw_dtype_bytes = run.config.data.dtype_bytes;
+  token_options.vocab_size = run.config.model.vocab_size;
+  const WindowSample windows(files, settings.window_len, token_options, settings.seed);
+
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  bool needs_tokenizer = !settings.arc_file.empty();
+  for (const auto& [task, file] : settings.task_files) needs_tokenizer |= !file.empty();
+  if (needs_tokenizer) {
+    std::string spec = options.tokenizer;
+    if (spec.empty()) {
+      DB_REQUIRE(run.config.model.vocab_size == 257,
+                 "the run's vocabulary is " + std::to_string(run.config.model.vocab_size) +
+                     ": give --tokenizer (a tokenizer.json) for the evaluation files");
+      spec = "bytes";
+    }
+    tok = tokenizer::load_tokenizer(spec);
+    DB_REQUIRE(int64_t(tok->vocab_size()) <= run.config.model.vocab_size,
+               "tokenizer " + tok->description() + " has " + std::to_string(tok->vocab_size()) +
+                   " ids, the model only " + std::to_string(run.config.model.vocab_size));
+  }
+
+  Progress progress(comm, options.verbose);
+  DiagContext ctx{model, run.config, settings, comm, windows, tok.get(), progress};
+  if (rank0 && options.verbose) {
+    std::printf("diagnose %s: %s L=%d d=%d, windows of %d tokens from %zu file(s), seed %llu\n",
+                options.run_file.c_str(), run.config.model.arch.c_str(), run.config.model.n_layer,
+                run.config.model.d_model, settings.window_len, files.size(),
+                (unsigned long long)settings.seed);
+    std::fflush(stdout);
+  }
+  DiagnoseReport report;
+  for (const Diagnostic& d : all_diagnostics()) {
+    const bool chosen = options.only.empty() || std::find(options.only.begin(), options.only.end(),
+                                                          d.name) != options.only.end();
+    if (!chosen) continue;
+    DiagnoseReport::Entry entry;
+    entry.name = d.name;
+    entry.skipped = d.not_applicable(ctx);
+    if (!entry.skipped.empty()) {
+      if (rank0 && options.verbose)
+        std::printf("%s: skipped (%s)\n", d.name.c_str(), entry.skipped.c_str());
+      report.entries.push_back(entry);
+      continue;
+    }
+    const auto [passes, breakdown] = d.cost(ctx);
+    entry.forward_passes = passes;
+    progress.begin(d.name, passes, breakdown);
+    std::vector<DiagnosticDataset> sets = d.run(ctx);
+    entry.seconds = progress.end();
+    for (DiagnosticDataset& set : sets) {
+      set.attributes["diagnostic"] = d.name;
+      set.attributes["run_id"] = run.run_id;
+      set.attributes["forward_passes"] = passes;
+      set.attributes["software_version"] = std::string(DEPTHBENCH_VERSION);
+      entry.datasets.push_back(set.name);
+    }
+    if (rank0) commit_diagnostics(options.run_file, sets);
+    comm.barrier();
+    report.entries.push_back(entry);
+  }
+  return report;
+}
+
+}  // namespace db::diag
