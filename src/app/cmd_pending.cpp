@@ -12,12 +12,6 @@ int not_available(const char* name, const char* issue) {
 }
 }  // namespace
 
-int run_plan_command(int, char**) {
-  return not_available("plan", "sweeps issue");
-}
-int run_sweep_command(int, char**) {
-  return not_available("sweep", "sweeps issue");
-}
 int run_diagnose_command(int, char**) {
   return not_available("diagnose", "diagnostics issue");
 }
