@@ -23,7 +23,7 @@ int run_diagnose_command(int argc, char** argv) {
   std::map<std::string, std::string> task_files;
   po::options_description described(
       "usage: depthbench diagnose RUN.h5 [options]\n\n"
-      "Loads the final weights of a completed run (NAME.weights.h5 beside NAME.h5) and writes\n"
+      "Loads the final weights of a completed run (NAME.weights beside NAME.h5) and writes\n"
       "the diagnostics into NAME.h5's diagnostics/ group. Diagnostics: " +
       [] {
         std::string names;

@@ -55,6 +55,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     H5Handle file(id, H5Fclose);
     H5Handle str(H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
     H5_CHECK(H5Tset_size(str.get(), H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(str.get(), H5T_CSET_UTF8));  // as every string of the run file
     const char* run_id = c.run_id.c_str();
     write_scalar(file.get(), "run_id", str.get(), run_id);
     write_scalar(file.get(), "step", H5T_NATIVE_INT64, c.step);

@@ -72,7 +72,7 @@ RunFile RunFile::create(const std::string& final_path) {
   return run;
 }
 
-RunFile RunFile::resume(const std::string& final_path, int64_t keep_through_step) {
+RunFile RunFile::resume(const std::string& final_path, int64_t steps_done) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const std::string tmp = final_path + ".tmp";
   hid_t id = H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -81,12 +81,12 @@ RunFile RunFile::resume(const std::string& final_path, int64_t keep_through_step
   // Keep the rows logged up to the checkpoint; later ones will be logged again.
   std::vector<double> steps = read_double_dataset(run.file_.get(), "curves/step");
   int64_t keep = 0;
-  while (keep < int64_t(steps.size()) && steps[keep] <= keep_through_step) ++keep;
+  while (keep < int64_t(steps.size()) && steps[keep] < steps_done) ++keep;
   for (const char* name : kCurveInt) run.truncate((std::string("curves/") + name).c_str(), keep);
   for (const char* name : kCurveFloat) run.truncate((std::string("curves/") + name).c_str(), keep);
   std::vector<double> val_steps = read_double_dataset(run.file_.get(), "curves/val_step");
   int64_t keep_val = 0;
-  while (keep_val < int64_t(val_steps.size()) && val_steps[keep_val] <= keep_through_step) ++keep_val;
+  while (keep_val < int64_t(val_steps.size()) && val_steps[keep_val] <= steps_done) ++keep_val;
   run.truncate("curves/val_step", keep_val);
   run.truncate("curves/val_loss", keep_val);
   return run;
@@ -169,6 +169,9 @@ void RunFile::publish() {
 std::string read_string_attribute(hid_t object, const std::string& name) {
   H5Handle attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)), H5Aclose);
   H5Handle type = string_type();
+  // Read in the character set it was written with (HDF5 does not convert ASCII <-> UTF-8).
+  H5Handle stored(H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
+  H5_CHECK(H5Tset_cset(type.get(), H5_CHECK(H5Tget_cset(stored.get()))));
   char* text = nullptr;
   H5_CHECK(H5Aread(attr.get(), type.get(), &text));
   std::string value = text ? text : "";

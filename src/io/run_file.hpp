@@ -23,9 +23,11 @@ class RunFile {
   // Creates final_path + ".tmp" (replacing a stale one) with the /curves, /final and
   // /diagnostics groups.
   static RunFile create(const std::string& final_path);
-  // Reopens an unfinished final_path + ".tmp" to continue a run; curve rows after
-  // `keep_through_step` are dropped (they came after the checkpoint being resumed).
-  static RunFile resume(const std::string& final_path, int64_t keep_through_step);
+  // Reopens an unfinished final_path + ".tmp" to continue a run from a checkpoint taken after
+  // `steps_done` steps: curve rows of steps ≥ steps_done and validations after steps_done are
+  // dropped (they came after the checkpoint and will be logged again; the validation at
+  // steps_done itself was done before the checkpoint was written).
+  static RunFile resume(const std::string& final_path, int64_t steps_done);
 
   void set_attribute(const std::string& name, const std::string& value);
   void set_attribute(const std::string& name, int64_t value);

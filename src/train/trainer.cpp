@@ -149,11 +149,19 @@ void TrainingRun::start_or_resume() {
     start_step_ = checkpoint->step;
     best_val_ = checkpoint->best_val_loss;
     best_step_ = checkpoint->best_step;
-    if (rank0()) file_.emplace(RunFile::resume(paths_.run_file, start_step_ - 1));
+    if (rank0()) {
+      // A process killed while writing NAME.h5.tmp (kill -9, node failure) can leave it
+      // unreadable: continue from the copy taken with the checkpoint.
+      if (std::filesystem::exists(paths_.checkpoint_run_file))
+        std::filesystem::copy_file(paths_.checkpoint_run_file, paths_.run_file + ".tmp",
+                                   std::filesystem::copy_options::overwrite_existing);
+      file_.emplace(RunFile::resume(paths_.run_file, start_step_));
+    }
     if (verbose_) std::printf("%s: resuming at step %lld\n", config_.run_name().c_str(), (long long)start_step_);
   } else {
     model_.initialize(config_.seed);
     std::filesystem::remove(paths_.checkpoint);
+    std::filesystem::remove(paths_.checkpoint_run_file);
     if (rank0()) file_.emplace(RunFile::create(paths_.run_file));
   }
   if (rank0()) {
@@ -209,6 +217,12 @@ void TrainingRun::save_checkpoint(int64_t steps_done) {
   c.adam_m = optimizer_.first_moment();
   c.adam_v = optimizer_.second_moment();
   file_->flush();
+  // A consistent copy of the run file goes first (copy, then rename): if the process dies before
+  // the checkpoint itself is renamed into place, the copy merely holds rows that resume drops.
+  const std::string copy = paths_.checkpoint_run_file + ".tmp";
+  std::filesystem::copy_file(paths_.run_file + ".tmp", copy,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(copy, paths_.checkpoint_run_file);
   write_checkpoint(paths_.checkpoint, c);
 }
 
@@ -234,6 +248,7 @@ TrainResult TrainingRun::finish(TrainResult result) {
   }
   file_->publish();
   std::filesystem::remove(paths_.checkpoint);
+  std::filesystem::remove(paths_.checkpoint_run_file);
   return result;
 }
 
@@ -269,11 +284,13 @@ TrainResult TrainingRun::run() {
     optimizer_.step(model_.params().values(), model_.params().grads(), lr, clip);
     const double step_time = seconds_since(t0);
     const double tokens_per_second = r.tokens_per_step() / step_time;
-    const bool log = (step + 1) % config_.log_interval == 0 || step == start_step_ || step + 1 == r.steps;
+    // Curve rows depend on the step only (not on where a resumed run started), so a resumed run
+    // logs exactly the rows of one never interrupted.
+    const bool log = (step + 1) % config_.log_interval == 0 || step == 0 || step + 1 == r.steps;
     if (rank0() && log) {
       file_->append({step, (step + 1) * r.tokens_per_step(), loss, lr, norm, step_time, tokens_per_second, 0.0});
     }
-    if (verbose_ && log) {
+    if (verbose_ && (log || step == start_step_)) {
       const double elapsed = seconds_since(t_start);
       const double eta = elapsed / double(step + 1 - start_step_) * double(r.steps - step - 1);
       std::printf("%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
@@ -308,7 +325,7 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5", stem + ".ckpt", stem + ".weights"};
+  return {stem + ".h5", stem + ".ckpt", stem + ".ckpt.run", stem + ".weights"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {
@@ -328,8 +345,13 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
     result = {"failed", e.what(), -1, 0, 0};
     if (comm.rank() == 0) {
       try {
-        RunFile file = std::filesystem::exists(paths.run_file + ".tmp") ? RunFile::resume(paths.run_file, INT64_MAX)
-                                                                        : RunFile::create(paths.run_file);
+        std::optional<RunFile> reopened;
+        try {  // keep the curves logged so far when the unfinished file is readable
+          if (std::filesystem::exists(paths.run_file + ".tmp"))
+            reopened.emplace(RunFile::resume(paths.run_file, INT64_MAX));
+        } catch (const std::exception&) {
+        }
+        RunFile file = reopened ? std::move(*reopened) : RunFile::create(paths.run_file);
         try {
           write_run_metadata(file, config, comm.size());
         } catch (const std::exception&) {  // e.g. an unknown design: the status still tells

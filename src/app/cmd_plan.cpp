@@ -1,0 +1,93 @@
+// depthbench plan: every run of a suite (shape, parameters, tokens, steps, FLOPs and estimated
+// GPU-hours) without training; runs whose design is not registered in this build are flagged.
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+#include "app/commands.hpp"
+#include "app/sweep_options.hpp"
+#include "sweep/run_status.hpp"
+#include "sweep/sweep_plan.hpp"
+
+namespace db::app {
+namespace {
+
+std::string human(double value, const char* unit = "") {
+  char text[32];
+  if (value >= 1e9)
+    std::snprintf(text, sizeof text, "%.3fB%s", value / 1e9, unit);
+  else if (value >= 1e6)
+    std::snprintf(text, sizeof text, "%.2fM%s", value / 1e6, unit);
+  else
+    std::snprintf(text, sizeof text, "%.1fK%s", value / 1e3, unit);
+  return text;
+}
+
+}  // namespace
+
+int run_plan_command(int argc, char** argv) {
+  SweepOptions options;
+  if (!parse_sweep_options(argc, argv, /*is_sweep=*/false, options)) return 0;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return 0;
+  const sweep::Suite suite = sweep::parse_suite_file(options.suite_file);
+  const std::string out = options.out_dir.empty() ? "runs/" + suite.name : options.out_dir;
+  const std::vector<sweep::PlannedRun> runs = sweep::plan_suite(suite, out);
+  const double mfu = options.mfu > 0 ? options.mfu : suite.estimate.mfu;
+  const double peak =
+      (options.peak_tflops > 0 ? options.peak_tflops : suite.estimate.peak_tflops_per_gpu) * 1e12;
+
+  std::printf(
+      "suite %s (%s): %zu runs = %zu shapes x %zu designs x learning rates, shape rule %s, ",
+      suite.name.c_str(), suite.source.c_str(), runs.size(), sweep::suite_shapes(suite).size(),
+      suite.designs.size(), suite.rule.name.c_str());
+  if (suite.budget_kind)
+    std::printf("budget %s %s\n",
+                *suite.budget_kind == sweep::BudgetKind::total ? "total" : "backbone",
+                human(suite.budget).c_str());
+  else
+    std::printf("explicit shapes\n");
+  std::printf(
+      "estimate: GPU-hours = FLOPs / (MFU %.0f%% x %.0f TFLOP/s per GPU) / 3600; %d GPU(s) per "
+      "run; "
+      "FLOPs = tokens x (6N + 12·L·d·T + design extras), N without the embedding\n",
+      mfu * 100, peak / 1e12, suite.estimate.gpus_per_run);
+  std::printf("output: %s   (state: pending | unfinished | completed | diverged | failed)\n\n",
+              out.c_str());
+  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s  %s\n", "#", "design",
+              "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr", "FLOPs",
+              "GPU-h", "state");
+  double total_flops = 0;
+  int unregistered = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const sweep::PlannedRun& run = runs[i];
+    const ModelConfig& m = run.config.model;
+    const double gpu_hours = run.flops / (mfu * peak) / 3600;
+    total_flops += run.flops;
+    unregistered += run.design_registered ? 0 : 1;
+    std::printf("%4zu  %-14s %3d %5d %5d %4d %7.2f %9s %9s %8s %7lld %8.1e %9.2e %8.1f  %s%s\n",
+                i + 1, m.arch.c_str(), m.n_layer, m.d_model, m.ff_dim(), m.head_dim(),
+                m.aspect_ratio(), human(double(run.counts.total)).c_str(),
+                human(double(run.counts.backbone)).c_str(), human(double(run.tokens)).c_str(),
+                (long long)run.config.recipe.steps, run.config.recipe.learning_rate, run.flops,
+                gpu_hours, sweep::run_status(run.config).c_str(),
+                run.design_registered ? "" : "  unregistered design");
+  }
+  const double total_gpu_hours = total_flops / (mfu * peak) / 3600;
+  std::printf(
+      "\ntotal: %zu runs, %.3e FLOPs, %.0f GPU-hours at %.0f%% MFU (%.1f h wall on %d GPU(s) per "
+      "run, "
+      "one run at a time)\n",
+      runs.size(), total_flops, total_gpu_hours, mfu * 100,
+      total_gpu_hours / suite.estimate.gpus_per_run, suite.estimate.gpus_per_run);
+  if (unregistered > 0)
+    std::printf(
+        "%d run(s) name a design this build does not register (`unregistered design`): a sweep "
+        "records them failed\n",
+        unregistered);
+  return 0;
+}
+
+}  // namespace db::app

@@ -1,0 +1,151 @@
+// depthbench sweep: every run of a suite over MPI. MPI_COMM_WORLD is split into communicators
+// of G ranks; group leaders take run indices dynamically (longest runs first) and each run is
+// trained data-parallel inside its group by train_run, which skips completed runs and resumes
+// unfinished ones. A lock per run keeps two sweeps on one directory from training a run twice.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "app/commands.hpp"
+#include "app/sweep_options.hpp"
+#include "core/communicator.hpp"
+#include "core/error.hpp"
+#include "sweep/dispatcher.hpp"
+#include "sweep/run_lock.hpp"
+#include "sweep/run_status.hpp"
+#include "sweep/sweep_plan.hpp"
+#include "train/stop_signal.hpp"
+#include "train/trainer.hpp"
+
+namespace db::app {
+namespace {
+
+// Exit status when runs remain unfinished (interrupted, or held by another sweep): the job
+// scripts relaunch on it (EX_TEMPFAIL).
+constexpr int kExitUnfinished = 75;
+
+// Cores of this node divided among all world ranks on it (train_run alone would divide by the
+// ranks of the run's group only and oversubscribe the node).
+int threads_per_rank(const Communicator& world) {
+  MPI_Comm local;
+  MPI_CHECK(MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL,
+                                &local));
+  int local_size = 1;
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  return std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / local_size);
+}
+
+// A run recorded `failed` is trained again when asked, or when it failed only because its
+// design was not registered and the design now is (designs land after the suite was swept).
+bool should_retry(const sweep::PlannedRun& run, bool retry_failed) {
+  if (sweep::run_status(run.config) != "failed") return false;
+  if (retry_failed) return true;
+  return run.design_registered &&
+         sweep::run_status_reason(run.config).find("unknown architecture") != std::string::npos;
+}
+
+// The state of every run after the sweep, one line per state; true when all are final.
+bool report(const std::vector<sweep::PlannedRun>& runs) {
+  std::map<std::string, int> counts;
+  for (const sweep::PlannedRun& run : runs) {
+    const std::string status = sweep::run_status(run.config);
+    ++counts[status];
+    if (status == "failed" || status == "diverged" || status == "unfinished")
+      std::printf("[sweep]   %-10s %s\n", status.c_str(), run.config.run_name().c_str());
+  }
+  std::printf("[sweep] %zu runs:", runs.size());
+  for (const auto& [status, count] : counts) std::printf(" %d %s", count, status.c_str());
+  std::printf("\n");
+  return std::all_of(runs.begin(), runs.end(), [](const sweep::PlannedRun& r) {
+    return sweep::is_final_status(sweep::run_status(r.config));
+  });
+}
+
+}  // namespace
+
+int run_sweep_command(int argc, char** argv) {
+  SweepOptions options;
+  if (!parse_sweep_options(argc, argv, /*is_sweep=*/true, options)) return 0;
+  install_stop_signal_handlers();
+  Communicator world = Communicator::world();
+  const int G = options.ranks_per_run;
+  DB_REQUIRE(world.size() % G == 0, "--ranks-per-run " + std::to_string(G) +
+                                        " does not divide the " + std::to_string(world.size()) +
+                                        " ranks");
+  const sweep::Suite suite = sweep::parse_suite_file(options.suite_file);
+  const std::string out = options.out_dir.empty() ? "runs/" + suite.name : options.out_dir;
+  std::vector<sweep::PlannedRun> runs = sweep::plan_suite(suite, out);
+  for (sweep::PlannedRun& run : runs) {
+    DB_REQUIRE(run.config.recipe.global_batch_sequences % G == 0,
+               "train.global_batch (" + std::to_string(run.config.recipe.global_batch_sequences) +
+                   ") is not a multiple of --ranks-per-run " + std::to_string(G));
+    if (run.config.threads == 0) run.config.threads = threads_per_rank(world);
+  }
+  if (world.rank() == 0) {
+    std::filesystem::create_directories(out);
+    std::printf("[sweep] %s: %zu runs on %d ranks, %d group(s) of %d, into %s\n",
+                suite.name.c_str(), runs.size(), world.size(), world.size() / G, G, out.c_str());
+    std::fflush(stdout);
+  }
+  world.barrier();
+
+  const int group_index = world.rank() / G;
+  Communicator group = Communicator::split(world, group_index, world.rank());
+  const bool leader = group.rank() == 0;
+  {
+    sweep::Dispatcher dispatcher(world, group, int64_t(runs.size()));
+    bool stop = false;
+    for (int64_t i; (i = dispatcher.next(stop || stop_requested())) >= 0;) {
+      const RunConfig& config = runs[i].config;
+      const std::string name = config.run_name();
+      const std::string stem = (std::filesystem::path(out) / name).string();
+      std::optional<sweep::RunLock> lock;
+      int locked = 1;
+      if (leader) {
+        lock = sweep::RunLock::try_acquire(stem + ".lock");
+        locked = lock ? 1 : 0;
+      }
+      MPI_CHECK(MPI_Bcast(&locked, 1, MPI_INT, 0, group.handle()));
+      if (!locked) {
+        if (leader)
+          std::printf("[sweep] run %lld/%zu %s: busy, another sweep holds its lock\n",
+                      (long long)i + 1, runs.size(), name.c_str());
+        continue;
+      }
+      if (leader && should_retry(runs[i], options.retry_failed)) {
+        std::filesystem::remove(stem + ".h5");  // under the run's lock
+        std::printf("[sweep] run %lld/%zu %s: recorded failed, training it again\n",
+                    (long long)i + 1, runs.size(), name.c_str());
+      }
+      if (leader) {
+        std::printf("[sweep] run %lld/%zu %s: start on group %d\n", (long long)i + 1, runs.size(),
+                    name.c_str(), group_index);
+        std::fflush(stdout);
+      }
+      const TrainResult result = train_run(config, group, !options.quiet);
+      if (leader) {
+        std::printf("[sweep] run %lld/%zu %s: %s%s%s (%.1f s)\n", (long long)i + 1, runs.size(),
+                    name.c_str(), result.status.c_str(), result.reason.empty() ? "" : ": ",
+                    result.reason.c_str(), result.seconds);
+        std::fflush(stdout);
+      }
+      stop = stop || result.status == "interrupted";
+    }
+  }  // the dispatcher's window is freed collectively here
+  world.barrier();
+  int exit_code = 0;
+  if (world.rank() == 0) {
+    exit_code = report(runs) ? 0 : kExitUnfinished;
+    std::fflush(stdout);
+  }
+  MPI_CHECK(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.handle()));
+  return exit_code;
+}
+
+}  // namespace db::app

@@ -1,0 +1,53 @@
+#include "app/sweep_options.hpp"
+
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "core/error.hpp"
+
+namespace db::app {
+namespace po = boost::program_options;
+
+bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& options) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "print this help")("suite",
+                                                  po::value<std::string>(&options.suite_file),
+                                                  "suite file (input/*.ini; doc/suites.md)")(
+      "out", po::value<std::string>(&options.out_dir),
+      "output directory of run files (default runs/SUITE_NAME)");
+  if (is_sweep)
+    desc.add_options()("ranks-per-run", po::value<int>(&options.ranks_per_run)->default_value(1),
+                       "ranks G of each run's communicator (world size must be a multiple)")(
+        "quiet", po::bool_switch(&options.quiet),
+        "only the sweep's own lines, no training progress")(
+        "retry-failed", po::bool_switch(&options.retry_failed),
+        "train runs recorded failed again (runs that failed for a design now registered always "
+        "are)");
+  else
+    desc.add_options()("mfu", po::value<double>(&options.mfu),
+                       "model FLOPs utilisation for the GPU-hour estimate")(
+        "peak-tflops", po::value<double>(&options.peak_tflops),
+        "peak TFLOP/s per GPU for the estimate");
+  po::positional_options_description positional;
+  positional.add("suite", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout
+        << (is_sweep
+                ? "usage: mpirun -np N depthbench sweep SUITE.ini --ranks-per-run G --out DIR\n"
+                : "usage: depthbench plan SUITE.ini [--out DIR]\n")
+        << desc << "\n";
+    return false;
+  }
+  DB_REQUIRE(!options.suite_file.empty(), "missing the suite file (e.g. input/demo.ini)");
+  DB_REQUIRE(options.ranks_per_run >= 1, "--ranks-per-run must be at least 1");
+  return true;
+}
+
+}  // namespace db::app

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Kill -9 a sweep after a checkpoint exists, rerun it, and demand the same curves bit for bit as
+# an uninterrupted sweep; a third run must skip everything at once.
+source "$(dirname "$0")/common.sh" "$@"
+make_suite "$WORK/suite.ini" "designs=pre_ln" "depths=2" "pre_ln=3e-3" "train.steps=240" \
+  "train.checkpoint_interval=20"
+run="tiny__pre_ln__L2_d40__lr3e-03"
+
+"${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/reference" --quiet
+
+# The interrupted sweep: mpirun in the background; kill -9 its ranks and mpirun itself once a
+# checkpoint exists and a few more steps were logged after it.
+"${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \
+  >"$WORK/killed.log" 2>&1 &
+launcher=$!
+for _ in $(seq 600); do
+  [ -f "$WORK/resumed/$run.ckpt" ] && break
+  sleep 0.05
+done
+[ -f "$WORK/resumed/$run.ckpt" ] || fail "no checkpoint appeared"
+sleep 0.7
+ranks=$(pgrep -P "$launcher" || true)
+kill -9 $ranks "$launcher" 2>/dev/null || true
+wait "$launcher" 2>/dev/null || true
+sleep 0.3
+[ -f "$WORK/resumed/$run.h5" ] && fail "the run finished before the kill; make it longer"
+[ -f "$WORK/resumed/$run.h5.tmp" ] || fail "no unfinished run file after the kill"
+echo "killed after: $(grep -o 'step [0-9]*/240' "$WORK/killed.log" | tail -1)"
+
+"${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \
+  | tee "$WORK/rerun.log"
+grep -q "resuming at step" "$WORK/rerun.log" || fail "the rerun did not resume from the checkpoint"
+"$PYTHON" "$SOURCE_DIR/tests/sweep/compare_curves.py" --exact "$WORK/reference" "$WORK/resumed"
+
+start=$(date +%s.%N)
+"${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \
+  | tee "$WORK/third.log"
+grep -q "$run: skipped" "$WORK/third.log" || fail "a completed run was not skipped"
+echo "third run (all skipped): $(echo "$(date +%s.%N) - $start" | bc) s"
+echo PASS
