@@ -1,0 +1,54 @@
+#include "core/backend.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+#ifdef DEPTHBENCH_HAVE_CUDA
+#include "ops/cuda/device.hpp"
+#endif
+
+namespace db {
+namespace {
+int visible_gpus() {
+#ifdef DEPTHBENCH_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+}  // namespace
+
+bool cuda_compiled_in() {
+#ifdef DEPTHBENCH_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+const char* backend_name(Backend backend) {
+  return backend == Backend::cuda ? "cuda" : "cpu";
+}
+
+Backend choose_backend(const std::string& requested) {
+  if (requested == "cpu") return Backend::cpu;
+  if (requested == "cuda") {
+    if (!cuda_compiled_in())
+      throw Error(
+          "--backend cuda: this depthbench was built without CUDA (configure with "
+          "-DDEPTHBENCH_CUDA=ON on a machine with nvcc)");
+    if (visible_gpus() == 0)
+      throw Error(
+          "--backend cuda: no CUDA GPU is visible (check nvidia-smi and "
+          "CUDA_VISIBLE_DEVICES)");
+    return Backend::cuda;
+  }
+  if (requested != "auto")
+    throw Error("unknown backend '" + requested + "' (valid: auto, cpu, cuda)");
+  if (visible_gpus() > 0) return Backend::cuda;
+  std::printf("backend: no GPU visible%s, using the CPU backend\n",
+              cuda_compiled_in() ? "" : " (built without CUDA)");
+  return Backend::cpu;
+}
+
+}  // namespace db

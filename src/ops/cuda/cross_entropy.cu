@@ -1,0 +1,135 @@
+#include <algorithm>
+
+#include "ops/cuda/cross_entropy.hpp"
+#include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/kernel_util.cuh"
+
+namespace db::cuda {
+namespace {
+using detail::block_max;
+using detail::block_sum;
+using detail::from_float;
+
+constexpr int64_t kChunkRows = 4096;
+constexpr int kThreads = 512;
+
+// One block per row: online max/sum over the vocabulary, loss = lse − logit[target]; with
+// dlogits != null writes (softmax − onehot)·scale (dlogits may alias logits when TD = float:
+// every element is read and then written by the same thread).
+template <class TD>
+__global__ void softmax_xent_kernel(float* __restrict__ row_loss, TD* dlogits, const float* logits,
+                                    const int32_t* __restrict__ targets, int vocab,
+                                    float grad_scale) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x;
+  const int32_t target = targets[row];
+  const float* x = logits + row * vocab;
+  TD* dx = dlogits ? dlogits + row * vocab : nullptr;
+  if (target < 0) {  // uniform across the block: no barrier is skipped by part of it
+    if (threadIdx.x == 0) row_loss[row] = 0.f;
+    if (dx)
+      for (int v = threadIdx.x; v < vocab; v += blockDim.x) dx[v] = from_float<TD>(0.f);
+    return;
+  }
+  float m = -INFINITY, s = 0.f;
+  for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
+    const float xv = x[v];
+    if (xv > m) {
+      s = s * expf(m - xv) + 1.f;  // exp(-inf) = 0 on the first element
+      m = xv;
+    } else {
+      s += expf(xv - m);
+    }
+  }
+  const float row_max = block_max(m, scratch);
+  s = m == -INFINITY ? 0.f : s * expf(m - row_max);
+  const float lse = row_max + logf(block_sum(s, scratch));
+  if (threadIdx.x == 0) row_loss[row] = lse - x[target];
+  if (dx)
+    for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
+      const float p = expf(x[v] - lse);
+      dx[v] = from_float<TD>((p - (v == target ? 1.f : 0.f)) * grad_scale);
+    }
+}
+
+// Sum of n floats in double, one block, fixed order.
+__global__ void sum_kernel(double* out, const float* values, int64_t n) {
+  __shared__ double partial[256];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += values[i];
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+    if (int(threadIdx.x) < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = partial[0];
+}
+}  // namespace
+
+template <class T>
+double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32_t* targets,
+                             const HeadShape& s, T* dh, float* dW, double grad_scale,
+                             cudaStream_t stream) {
+  if (s.rows <= 0) return 0.0;
+  constexpr bool kFp32 = std::is_same_v<T, float>;
+  const int64_t chunk = std::min(kChunkRows, s.rows);
+  float *logits = nullptr, *row_loss = nullptr;
+  T* dlogits = nullptr;
+  double* loss_sum = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&logits, size_t(chunk) * s.vocab * sizeof(float), stream));
+  CUDA_CHECK(cudaMallocAsync(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  CUDA_CHECK(cudaMallocAsync(&loss_sum, sizeof(double), stream));
+  if (dh) {
+    if constexpr (kFp32)
+      dlogits = logits;  // in place
+    else
+      CUDA_CHECK(cudaMallocAsync(&dlogits, size_t(chunk) * s.vocab * sizeof(T), stream));
+  }
+  for (int64_t begin = 0; begin < s.rows; begin += chunk) {
+    const int rows = int(std::min(chunk, s.rows - begin));
+    const T* hc = h + begin * s.d;
+    gemm(gh, false, true, rows, s.vocab, s.d, 1.f, hc, s.d, W, s.d, 0.f, logits, s.vocab, stream);
+    softmax_xent_kernel<T><<<rows, kThreads, 0, stream>>>(
+        row_loss + begin, dlogits, logits, targets + begin, s.vocab, float(grad_scale));
+    CUDA_CHECK_LAUNCH();
+    if (dh) {
+      // dh = dlogits·W ; dW += dlogitsᵀ·h
+      gemm(gh, false, false, rows, s.d, s.vocab, 1.f, dlogits, s.vocab, W, s.d, 0.f,
+           dh + begin * s.d, s.d, stream);
+      if (dW)
+        gemm(gh, true, false, s.vocab, s.d, rows, 1.f, dlogits, s.vocab, hc, s.d, 1.f, dW, s.d,
+             stream);
+    }
+  }
+  sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
+  CUDA_CHECK_LAUNCH();
+  double result = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&result, loss_sum, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  if (dlogits && dlogits != reinterpret_cast<T*>(logits))
+    CUDA_CHECK(cudaFreeAsync(dlogits, stream));
+  CUDA_CHECK(cudaFreeAsync(logits, stream));
+  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
+  CUDA_CHECK(cudaFreeAsync(loss_sum, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return result;
+}
+
+template <class T>
+void lm_head_logits(GemmHandle& gh, float* logits, const T* h, const T* W, const HeadShape& s,
+                    cudaStream_t stream) {
+  gemm(gh, false, true, int(s.rows), s.vocab, s.d, 1.f, h, s.d, W, s.d, 0.f, logits, s.vocab,
+       stream);
+}
+
+template double lm_head_cross_entropy<float>(GemmHandle&, const float*, const float*,
+                                             const int32_t*, const HeadShape&, float*, float*,
+                                             double, cudaStream_t);
+template double lm_head_cross_entropy<bf16>(GemmHandle&, const bf16*, const bf16*, const int32_t*,
+                                            const HeadShape&, bf16*, float*, double, cudaStream_t);
+template void lm_head_logits<float>(GemmHandle&, float*, const float*, const float*,
+                                    const HeadShape&, cudaStream_t);
+template void lm_head_logits<bf16>(GemmHandle&, float*, const bf16*, const bf16*, const HeadShape&,
+                                   cudaStream_t);
+
+}  // namespace db::cuda

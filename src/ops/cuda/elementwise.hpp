@@ -1,0 +1,27 @@
+// Small element-wise kernels the model glue needs: precision casts, residual adds, scaling.
+#pragma once
+#include <cstdint>
+
+#include "ops/cuda/types.hpp"
+
+namespace db::cuda {
+
+// dst[i] = src[i] converted (float↔bf16, or a copy).
+template <class TD, class TS>
+void convert(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullptr);
+
+// acc[i] += x[i] (x converted to acc's type through fp32).
+template <class TA, class TX>
+void add_into(TA* acc, const TX* x, int64_t count, cudaStream_t stream = nullptr);
+
+// x[i] *= s.
+template <class T>
+void scale_into(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
+
+// Fills with N(0, std²) truncated at ±3σ from a counter-based hash of (seed, index): the same
+// values for a given seed whatever the launch shape (benchmark init, not the CPU stream).
+void fill_truncated_normal(float* x, int64_t count, float std, uint64_t seed,
+                           cudaStream_t stream = nullptr);
+void fill_constant(float* x, int64_t count, float value, cudaStream_t stream = nullptr);
+
+}  // namespace db::cuda

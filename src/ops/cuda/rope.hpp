@@ -1,0 +1,24 @@
+// Rotary position embedding on the GPU, rotate-half layout (spec §0), mirroring cpu/rope.hpp.
+#pragma once
+#include <cstdint>
+
+#include "ops/cuda/device_buffer.hpp"
+#include "ops/cuda/types.hpp"
+
+namespace db::cuda {
+
+// cos/sin tables [T, hd/2]: angles computed in double on the host (as cpu::RopeTable), stored
+// as fp32; the rotation itself runs in fp32.
+struct RopeTable {
+  int seq_len = 0, head_dim = 0;
+  DeviceBuffer<float> cos, sin;
+  RopeTable() = default;
+  RopeTable(int seq_len, int head_dim, double theta);
+};
+
+// x is [B·T, heads, hd], rotated in place; inverse = true applies the transpose (backward).
+template <class T>
+void rope_apply(T* x, const RopeTable& table, int64_t B, int T_len, int heads, bool inverse,
+                cudaStream_t stream = nullptr);
+
+}  // namespace db::cuda

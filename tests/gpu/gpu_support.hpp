@@ -1,0 +1,105 @@
+// Shared pieces of the CUDA parity tests: the "no GPU" skip, fresh random inputs, host↔device
+// copies in fp32 or bf16, and the error measure every test reports.
+//
+// Error measure: max_i |gpu_i − cpu_i| / max_i |cpu_i| (norm-wise relative, so entries near
+// zero do not turn rounding noise into large ratios). Bounds (doc/cuda.md "Tolerances"):
+//   fp32 mode: 1e-5 — same inputs, fp32 math, only the order of additions differs;
+//   bf16 mode: the CPU runs in fp32 on the same bf16-rounded inputs, so the difference is the
+//   rounding of bf16 outputs / intermediates: 2^-8 relative per rounding, bound 1.6e-2 (4 ulp).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "ops/cuda/device.hpp"
+#include "ops/cuda/device_buffer.hpp"
+#include "ops/cuda/elementwise.hpp"
+#include "ops/cuda/types.hpp"
+
+namespace db::test {
+
+constexpr double kFp32Tolerance = 1e-5;
+constexpr double kBf16Tolerance = 1.6e-2;
+
+// Every test body starts with this: without a GPU the test prints one line and passes.
+#define DB_REQUIRE_GPU()                                                             \
+  do {                                                                               \
+    if (!::db::cuda::cuda_available()) {                                             \
+      std::printf("%s: no GPU: skipped\n",                                           \
+                  boost::unit_test::framework::current_test_case().p_name->c_str()); \
+      BOOST_TEST(true);                                                              \
+      return;                                                                        \
+    }                                                                                \
+  } while (0)
+
+inline std::vector<float> random_floats(size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed, "gpu-parity");
+  std::vector<float> v(n);
+  for (float& x : v) x = float(rng.normal() * scale);
+  return v;
+}
+
+inline float round_bf16(float x) {
+  return __bfloat162float(__float2bfloat16(x));
+}
+inline std::vector<float> rounded_bf16(std::vector<float> v) {
+  for (float& x : v) x = round_bf16(x);
+  return v;
+}
+
+// A device copy of host fp32 values in element type T.
+template <class T>
+cuda::DeviceBuffer<T> to_device(const std::vector<float>& host) {
+  cuda::DeviceBuffer<T> out(host.size());
+  if constexpr (std::is_same_v<T, float>) {
+    out.upload(host);
+  } else {
+    cuda::DeviceBuffer<float> tmp;
+    tmp.upload(host);
+    cuda::convert(out.data(), tmp.data(), int64_t(host.size()));
+  }
+  return out;
+}
+
+template <class T>
+std::vector<float> to_host(const cuda::DeviceBuffer<T>& device) {
+  if constexpr (std::is_same_v<T, float>) {
+    return device.download();
+  } else {
+    cuda::DeviceBuffer<float> tmp(device.size());
+    cuda::convert(tmp.data(), device.data(), int64_t(device.size()));
+    return tmp.download();
+  }
+}
+
+inline double relative_error(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  if (gpu.size() != cpu.size()) return INFINITY;
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (!std::isfinite(gpu[i])) return INFINITY;
+    diff = std::max(diff, std::fabs(double(gpu[i]) - cpu[i]));
+    scale = std::max(scale, std::fabs(double(cpu[i])));
+  }
+  return diff / scale;
+}
+
+// Prints the error next to its bound, so the log documents the achieved precision.
+inline bool within(const char* what, double error, double bound) {
+  std::printf("  %-40s error %.3e (bound %.1e)%s\n", what, error, bound,
+              error <= bound ? "" : "  FAILED");
+  return error <= bound;
+}
+
+template <class T>
+constexpr double tolerance() {
+  return std::is_same_v<T, float> ? kFp32Tolerance : kBf16Tolerance;
+}
+// Inputs as the GPU sees them: rounded to bf16 in bf16 mode.
+template <class T>
+std::vector<float> as_input(const std::vector<float>& v) {
+  return std::is_same_v<T, float> ? v : rounded_bf16(v);
+}
+
+}  // namespace db::test
