@@ -189,7 +189,9 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& patterns)
     if (status == 0) {
       for (size_t i = 0; i < matches.gl_pathc; ++i) {
         std::string path = matches.gl_pathv[i];
-        if (fs::is_regular_file(path)) files.push_back(path);
+        // A symbolic link is read once, under its target's name (Debian's fortunes ships
+        // `art.u8 -> art`): the same text twice would leak between training and validation.
+        if (fs::is_regular_file(path)) files.push_back(fs::canonical(path).string());
       }
     }
     globfree(&matches);
@@ -211,13 +213,18 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
   DB_REQUIRE(options.val_fraction >= 0 && options.val_fraction < 1,
              "--val-fraction must be in [0, 1)");
   DB_REQUIRE(!options.out_dir.empty(), "--out is required");
-  const std::vector<std::string> files = expand_inputs(options.inputs);
+  std::vector<std::string> files = expand_inputs(options.inputs);
   if (options.format == "auto") {
     const std::string& first = files.front();
     bool json = first.ends_with(".jsonl") || first.ends_with(".json");
     options.documents.format = json ? InputFormat::jsonl : InputFormat::text;
   } else {
     options.documents.format = parse_input_format(options.format);
+  }
+  if (options.documents.format == InputFormat::fortunes) {
+    // strfile(1) writes a binary index NAME.dat beside every fortunes file NAME: not text.
+    std::erase_if(files, [](const std::string& f) { return f.ends_with(".dat"); });
+    DB_REQUIRE(!files.empty(), "no fortunes files (only .dat indexes) among the inputs");
   }
 
   CorpusSummary summary;

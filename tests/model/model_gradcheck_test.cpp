@@ -47,7 +47,7 @@ double worst_gradient_error(Model<double>& model, std::string* worst_name) {
   // of the loss per h. Deep multi-stream designs have parameters whose gradients are ~1e-8
   // (mHC φ behind its 0.01 gates), so a pure relative test at 1e-6 would judge noise: the
   // floor lets absolute differences up to 16 ulps(loss)/h pass.
-  const double h = 1e-3, tolerance = 1e-6;
+  const double h = 1e-4, tolerance = 1e-6;
   const double noise_floor =
       16 * std::numeric_limits<double>::epsilon() * std::fabs(loss()) / h / tolerance;
   double worst = 0;
@@ -60,7 +60,7 @@ double worst_gradient_error(Model<double>& model, std::string* worst_name) {
       std::copy(x.begin(), x.end(), live);
       return loss();
     };
-    // Fourth order at h = 1e-3: truncation O(h⁴) and rounding noise both stay far below the
+    // Fourth order at h = 1e-4: truncation O(h⁴) and rounding noise both stay far below the
     // tolerance, also for the small gradients of post-norm designs (DeepNorm, KEEL).
     const double err = test::max_relative_error_fourth_order(f, x, g, 6, h, noise_floor);
     std::copy(x.begin(), x.end(), live);

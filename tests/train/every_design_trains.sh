@@ -7,7 +7,7 @@ rm -rf "$work" && mkdir -p "$work"
 cd "$work"
 "$bin" tokenize --tokenizer bytes --format fortunes --input '/usr/share/games/fortunes/*' \
   --val-fraction 0.05 --out data > tokenize.log
-designs=$("$bin" train --model.arch '?' 2>&1 | sed -n 's/.*(valid: \(.*\)).*/\1/p' | tr -d ',')
+designs=$( ("$bin" train --model.arch '?' 2>&1 || true) | sed -n 's/.*(valid: \(.*\)).*/\1/p' | tr -d ',')
 [ -n "$designs" ]
 for arch in $designs; do
   "$bin" train --model.arch "$arch" --model.n_layer 4 --model.d_model 64 --model.n_head 4 \
