@@ -14,8 +14,10 @@ packages=(
   fortunes                              # the bundled demo corpus
   python3 python3-numpy python3-h5py python3-matplotlib python3-pytest  # postprocess
   python3-torch                         # the PyTorch reference the tests compare against
-  nodejs npm                            # the independent GPT-2 encoder (tokenizer test)
 )
+# The independent GPT-2 encoder of the tokenizer test runs on Node.js; a machine may already have
+# node and npm from elsewhere (e.g. NodeSource), whose nodejs package conflicts with Debian's npm.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
