@@ -15,6 +15,7 @@
 #include "app/sweep_options.hpp"
 #include "core/communicator.hpp"
 #include "core/error.hpp"
+#include "diag/diagnose.hpp"
 #include "sweep/dispatcher.hpp"
 #include "sweep/run_lock.hpp"
 #include "sweep/run_status.hpp"
@@ -28,6 +29,22 @@ namespace {
 // Exit status when runs remain unfinished (interrupted, or held by another sweep): the job
 // scripts relaunch on it (EX_TEMPFAIL).
 constexpr int kExitUnfinished = 75;
+
+// The suite's diagnostics on a run that has just completed, on the run's own group. A failure
+// here is reported and the sweep goes on: the run file and its training results stay intact
+// (diagnostics are written atomically), and `depthbench diagnose` can be run again later.
+void diagnose_run(const std::string& run_file, const std::vector<std::string>& names,
+                  const Communicator& group, bool quiet) {
+  diag::DiagnoseOptions options;
+  options.run_file = run_file;
+  if (names != std::vector<std::string>{"all"}) options.only = names;
+  options.verbose = !quiet;
+  try {
+    diag::run_diagnostics(options, group);
+  } catch (const std::exception& e) {
+    if (group.rank() == 0) std::printf("[sweep] diagnostics of %s failed: %s\n", run_file.c_str(), e.what());
+  }
+}
 
 // Cores of this node divided among all world ranks on it (train_run alone would divide by the
 // ranks of the run's group only and oversubscribe the node).
@@ -135,6 +152,8 @@ int run_sweep_command(int argc, char** argv) {
                     result.reason.c_str(), result.seconds);
         std::fflush(stdout);
       }
+      if (result.status == "completed" && !suite.diagnostics.empty())
+        diagnose_run(stem + ".h5", suite.diagnostics, group, options.quiet);
       stop = stop || result.status == "interrupted";
     }
   }  // the dispatcher's window is freed collectively here

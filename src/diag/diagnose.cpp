@@ -115,7 +115,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
   settings.window_len = std::min(settings.window_len, run.config.recipe.seq_len);
   DB_REQUIRE(settings.window_len >= 2, "window length must be at least 2 tokens");
   const std::vector<std::string> files =
-      options.token_globs.empty() ? run.val_files : expand_globs(options.token_globs);
+      expand_globs(options.token_globs.empty() ? run.val_files : options.token_globs);
   DB_REQUIRE(!files.empty(), "no token files: the run has no validation files, give --tokens");
   data::TokenFileOptions token_options;
   token_options.format = data::parse_token_format(run.config.data.format);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "diag/diagnose.hpp"
 
 namespace db::sweep {
 namespace {
@@ -148,11 +149,17 @@ void read_suite_section(const std::vector<Line>& lines, const std::string& sourc
       } else if (l.key == "tokens_per_parameter") {
         s.tokens_per_parameter = parse_double(key, l.value);
         DB_REQUIRE(s.tokens_per_parameter > 0, key + " must be positive");
+      } else if (l.key == "diagnostics") {
+        s.diagnostics = split_words(l.value);
+        if (s.diagnostics == std::vector<std::string>{"none"}) s.diagnostics.clear();
+        const std::vector<std::string> known = diag::diagnostic_names();
+        for (const std::string& d : s.diagnostics)
+          DB_REQUIRE(d == "all" || std::find(known.begin(), known.end(), d) != known.end(),
+                     key + ": unknown diagnostic '" + d + "'");
       } else {
         throw Error("unknown key '" + key +
                     "' (valid: suite.name, description, designs, budget, depths, shapes, "
-                    "shape_rule, heads, "
-                    "tokens_per_parameter)");
+                    "shape_rule, heads, tokens_per_parameter, diagnostics)");
       }
     } catch (const Error& e) {
       throw Error(where + e.what());

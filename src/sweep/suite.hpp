@@ -28,6 +28,9 @@ struct Suite {
   std::vector<std::pair<int, int>> shapes;  // explicit (L, d)
   ShapeRule rule;
   double tokens_per_parameter = 20;  // unless the recipe fixes train.steps
+  // Diagnostics run on every run that completes in a sweep (`diagnostics = all` or names;
+  // default none): doc/diagnostics.md.
+  std::vector<std::string> diagnostics;
   bool steps_fixed = false;
   std::vector<double> default_learning_rates;
   std::map<std::string, std::vector<double>> design_learning_rates;

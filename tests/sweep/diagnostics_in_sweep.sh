@@ -1,0 +1,24 @@
+#!/bin/bash
+# A suite that asks for diagnostics gets them written into each completed run's file, computed on
+# the run's own communicator (2 ranks per run here).
+source "$(dirname "$0")/common.sh" "$@"
+make_suite "$WORK/suite.ini" "designs=pre_ln" "depths=2" "pre_ln=3e-3" "train.steps=30" \
+  "diagnostics=path_weights logitlens"
+"${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/out" --quiet | tee "$WORK/log"
+f=$(ls "$WORK"/out/*.h5)
+[ "$(h5attr "$f" status)" = completed ] || fail "$f not completed"
+"$PYTHON" - "$f" <<'PY'
+import h5py, sys, numpy as np
+d = h5py.File(sys.argv[1], "r")["diagnostics"]
+assert "logitlens_kl" in d and "path_weights" in d, list(d)
+kl = d["logitlens_kl"][:]
+assert kl[-1] == 0.0 and kl[0] > 0, kl
+w = d["path_weights"][:]
+assert np.allclose(w[np.isfinite(w)], 1.0), w  # Pre-LN: every path weight is 1
+print("diagnostics in the run file:", sorted(d))
+PY
+# An unknown diagnostic name in a suite is rejected with the key named.
+make_suite "$WORK/bad.ini" "diagnostics=angular, nope"
+if "$DEPTHBENCH" sweep "$WORK/bad.ini" --out "$WORK/bad" 2>"$WORK/bad.err"; then fail "bad diagnostics accepted"; fi
+grep -q "suite.diagnostics: unknown diagnostic" "$WORK/bad.err" || fail "$(cat "$WORK/bad.err")"
+echo PASS
