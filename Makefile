@@ -35,8 +35,8 @@ test-quick: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 -LE "slow|gpu"
 
 bench: build
-	$(BUILD)/depthbench bench --model.d_model 256 --model.n_layer 4 --train.seq_len 256 --train.micro_batch 4
-	$(PYTHON) bench/pytorch_cpu_reference.py --d-model 256 --n-layer 4 --seq-len 256 --batch 4
+	bench/cpu_vs_pytorch.sh $(BUILD) 256 4 256 4 1
+	bench/cpu_vs_pytorch.sh $(BUILD) 256 4 256 4 2
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.hpp' 'src/*.cu' 'tests/*.cpp' 'tests/*.hpp')
