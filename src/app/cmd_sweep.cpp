@@ -42,7 +42,8 @@ void diagnose_run(const std::string& run_file, const std::vector<std::string>& n
   try {
     diag::run_diagnostics(options, group);
   } catch (const std::exception& e) {
-    if (group.rank() == 0) std::printf("[sweep] diagnostics of %s failed: %s\n", run_file.c_str(), e.what());
+    if (group.rank() == 0)
+      std::printf("[sweep] diagnostics of %s failed: %s\n", run_file.c_str(), e.what());
   }
 }
 

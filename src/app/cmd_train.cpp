@@ -23,8 +23,8 @@ int run_train_command(int argc, char** argv) {
                   RunPaths::of(config).run_file.c_str());
     else if (result.status != "skipped")
       std::fprintf(stderr, "depthbench train: run %s %s at step %lld: %s\n",
-                   config.run_name().c_str(), result.status.c_str(),
-                   (long long)result.status_step, result.reason.c_str());
+                   config.run_name().c_str(), result.status.c_str(), (long long)result.status_step,
+                   result.reason.c_str());
   }
   if (result.status == "completed" || result.status == "skipped") return 0;
   return result.status == "interrupted" ? 3 : 1;

@@ -9,8 +9,12 @@ Communicator::Communicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owne
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
 
-Communicator Communicator::world() { return Communicator(MPI_COMM_WORLD, false); }
-Communicator Communicator::self() { return Communicator(MPI_COMM_SELF, false); }
+Communicator Communicator::world() {
+  return Communicator(MPI_COMM_WORLD, false);
+}
+Communicator Communicator::self() {
+  return Communicator(MPI_COMM_SELF, false);
+}
 
 Communicator Communicator::split(const Communicator& parent, int color, int key) {
   MPI_Comm comm;
@@ -40,7 +44,8 @@ void Communicator::allreduce_sum(std::span<double> values) const {
   if (size_ == 1) return;
   for (size_t begin = 0; begin < values.size(); begin += size_t(1) << 30) {
     const int count = int(std::min(values.size() - begin, size_t(1) << 30));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data() + begin, count, MPI_DOUBLE, MPI_SUM, comm_));
+    MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, values.data() + begin, count, MPI_DOUBLE, MPI_SUM, comm_));
   }
 }
 
@@ -62,6 +67,8 @@ void Communicator::broadcast(std::string& text, int root) const {
   MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm_));
 }
 
-void Communicator::barrier() const { MPI_CHECK(MPI_Barrier(comm_)); }
+void Communicator::barrier() const {
+  MPI_CHECK(MPI_Barrier(comm_));
+}
 
 }  // namespace db

@@ -23,19 +23,19 @@ std::string mpi_error_string(int code);
     if (!(cond)) ::db::throw_error(__FILE__, __LINE__, std::string(message)); \
   } while (0)
 
-#define MPI_CHECK(call)                                                                     \
-  do {                                                                                      \
-    int mpi_code_ = (call);                                                                 \
-    if (mpi_code_ != 0)                                                                     \
-      ::db::throw_error(__FILE__, __LINE__, "MPI: " + ::db::mpi_error_string(mpi_code_) +   \
-                                                " in " #call);                              \
+#define MPI_CHECK(call)                                                              \
+  do {                                                                               \
+    int mpi_code_ = (call);                                                          \
+    if (mpi_code_ != 0)                                                              \
+      ::db::throw_error(__FILE__, __LINE__,                                          \
+                        "MPI: " + ::db::mpi_error_string(mpi_code_) + " in " #call); \
   } while (0)
 
 // HDF5 calls return a negative value on failure; the library's error stack is silenced and the
 // failing call is named instead.
-#define H5_CHECK(call)                                                              \
-  ([&]() {                                                                          \
-    auto h5_result_ = (call);                                                       \
+#define H5_CHECK(call)                                                                     \
+  ([&]() {                                                                                 \
+    auto h5_result_ = (call);                                                              \
     if (h5_result_ < 0) ::db::throw_error(__FILE__, __LINE__, "HDF5 call failed: " #call); \
-    return h5_result_;                                                              \
+    return h5_result_;                                                                     \
   }())

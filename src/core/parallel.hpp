@@ -10,7 +10,9 @@ namespace db {
 
 constexpr int64_t kRowsPerChunk = 64;
 
-inline int64_t chunk_count(int64_t rows) { return (rows + kRowsPerChunk - 1) / kRowsPerChunk; }
+inline int64_t chunk_count(int64_t rows) {
+  return (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+}
 
 // Calls body(chunk, row_begin, row_end) for every chunk, in parallel.
 template <class Body>

@@ -20,7 +20,8 @@ inline uint64_t hash_string(std::string_view text, uint64_t seed = 1469598103934
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
-  Rng(uint64_t seed, std::string_view stream) : state_(hash_string(stream, seed ^ 0x9e3779b97f4a7c15ull)) {}
+  Rng(uint64_t seed, std::string_view stream)
+      : state_(hash_string(stream, seed ^ 0x9e3779b97f4a7c15ull)) {}
 
   uint64_t next_u64() {
     uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);

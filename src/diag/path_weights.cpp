@@ -51,8 +51,8 @@ std::vector<DiagnosticDataset> run(DiagContext& ctx) {
     std::copy(pw.begin(), pw.end(), weights.begin() + size_t(w) * P);
     if (n > 1) {
       const StreamMixing mixing = stream_source->stream_mixing();
-      DB_REQUIRE(mixing.sublayers == K, "design " + ctx.model.config().arch +
-                                            ": stream maps must cover every sublayer");
+      DB_REQUIRE(mixing.sublayers == K,
+                 "design " + ctx.model.config().arch + ": stream maps must cover every sublayer");
       const int64_t rows = mixing.tokens;
       std::vector<double> sum(size_t(K) * K, 0.0);
       // M_k maps the state forward (new = M_k·state); the transposes composed left to right,

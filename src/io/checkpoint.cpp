@@ -14,7 +14,7 @@ void write_vector(hid_t file, const char* name, const std::vector<float>& values
   hsize_t dims[1] = {values.size()};
   H5Handle space(H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
   H5Handle set(H5_CHECK(H5Dcreate2(file, name, H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT,
-                                    H5P_DEFAULT, H5P_DEFAULT)),
+                                   H5P_DEFAULT, H5P_DEFAULT)),
                H5Dclose);
   if (!values.empty())
     H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
@@ -32,7 +32,8 @@ std::vector<float> read_vector(hid_t file, const char* name) {
 template <class T>
 void write_scalar(hid_t file, const char* name, hid_t type, const T& value) {
   H5Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(H5_CHECK(H5Acreate2(file, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT)), H5Aclose);
+  H5Handle attr(H5_CHECK(H5Acreate2(file, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+                H5Aclose);
   H5_CHECK(H5Awrite(attr.get(), type, &value));
 }
 

@@ -9,8 +9,8 @@ namespace db {
 namespace {
 
 const char* const kCurveInt[] = {"step", "tokens"};
-const char* const kCurveFloat[] = {"train_loss", "learning_rate", "grad_norm", "step_time_s",
-                                   "tokens_per_second", "mfu"};
+const char* const kCurveFloat[] = {"train_loss",  "learning_rate",     "grad_norm",
+                                   "step_time_s", "tokens_per_second", "mfu"};
 
 H5Handle open_group(hid_t file, const char* name) {
   return H5Handle(H5_CHECK(H5Gopen2(file, name, H5P_DEFAULT)), H5Gclose);
@@ -22,18 +22,18 @@ void create_curve(hid_t group, const char* name, hid_t type) {
   H5Handle space(H5_CHECK(H5Screate_simple(1, dims, max_dims)), H5Sclose);
   H5Handle props(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
   H5_CHECK(H5Pset_chunk(props.get(), 1, chunk));
-  H5Handle set(H5_CHECK(H5Dcreate2(group, name, type, space.get(), H5P_DEFAULT, props.get(),
-                                    H5P_DEFAULT)),
-               H5Dclose);
+  H5Handle set(
+      H5_CHECK(H5Dcreate2(group, name, type, space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT)),
+      H5Dclose);
 }
 
 template <class Setter>
 void replace_attribute(hid_t object, const std::string& name, hid_t type, Setter write) {
   if (H5_CHECK(H5Aexists(object, name.c_str()))) H5_CHECK(H5Adelete(object, name.c_str()));
   H5Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(H5_CHECK(H5Acreate2(object, name.c_str(), type, space.get(), H5P_DEFAULT,
-                                    H5P_DEFAULT)),
-                H5Aclose);
+  H5Handle attr(
+      H5_CHECK(H5Acreate2(object, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
   write(attr.get());
 }
 
@@ -60,14 +60,17 @@ RunFile RunFile::create(const std::string& final_path) {
   RunFile run(final_path, H5Handle(id, H5Fclose));
   hid_t f = run.file_.get();
   {
-    H5Handle curves(H5_CHECK(H5Gcreate2(f, "curves", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+    H5Handle curves(H5_CHECK(H5Gcreate2(f, "curves", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                    H5Gclose);
     for (const char* name : kCurveInt) create_curve(curves.get(), name, H5T_NATIVE_INT64);
     for (const char* name : kCurveFloat) create_curve(curves.get(), name, H5T_NATIVE_DOUBLE);
     create_curve(curves.get(), "val_step", H5T_NATIVE_INT64);
     create_curve(curves.get(), "val_loss", H5T_NATIVE_DOUBLE);
   }
-  H5Handle final_group(H5_CHECK(H5Gcreate2(f, "final", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
-  H5Handle diagnostics(H5_CHECK(H5Gcreate2(f, "diagnostics", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+  H5Handle final_group(H5_CHECK(H5Gcreate2(f, "final", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                       H5Gclose);
+  H5Handle diagnostics(
+      H5_CHECK(H5Gcreate2(f, "diagnostics", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
   run.set_attribute("schema_version", int64_t(kRunFileSchemaVersion));
   return run;
 }
@@ -145,7 +148,7 @@ void RunFile::append_value(const char* dataset, const void* value, hid_t type) {
 void RunFile::append(const CurveRow& row) {
   append_value("curves/step", &row.step, H5T_NATIVE_INT64);
   append_value("curves/tokens", &row.tokens, H5T_NATIVE_INT64);
-  const double values[] = {row.train_loss, row.learning_rate, row.grad_norm,
+  const double values[] = {row.train_loss,  row.learning_rate,     row.grad_norm,
                            row.step_time_s, row.tokens_per_second, row.mfu};
   for (size_t i = 0; i < std::size(kCurveFloat); ++i)
     append_value((std::string("curves/") + kCurveFloat[i]).c_str(), &values[i], H5T_NATIVE_DOUBLE);
@@ -156,7 +159,9 @@ void RunFile::append_validation(int64_t step, double val_loss) {
   append_value("curves/val_loss", &val_loss, H5T_NATIVE_DOUBLE);
 }
 
-void RunFile::flush() { H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL)); }
+void RunFile::flush() {
+  H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
+}
 
 void RunFile::publish() {
   flush();
@@ -184,7 +189,8 @@ std::vector<double> read_double_dataset(hid_t file, const std::string& path) {
   H5Handle space(H5_CHECK(H5Dget_space(set.get())), H5Sclose);
   const hssize_t n = H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
   std::vector<double> values(n);
-  if (n > 0) H5_CHECK(H5Dread(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  if (n > 0)
+    H5_CHECK(H5Dread(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
   return values;
 }
 

@@ -14,8 +14,8 @@ inline constexpr int kRunFileSchemaVersion = 1;
 // One logged training step (the /curves group).
 struct CurveRow {
   int64_t step = 0, tokens = 0;
-  double train_loss = 0, learning_rate = 0, grad_norm = 0, step_time_s = 0,
-         tokens_per_second = 0, mfu = 0;
+  double train_loss = 0, learning_rate = 0, grad_norm = 0, step_time_s = 0, tokens_per_second = 0,
+         mfu = 0;
 };
 
 class RunFile {

@@ -55,7 +55,8 @@ void Backbone<T>::reset_schedule() {
 
 template <class T>
 void Backbone<T>::set_batch(int64_t batch, int seq_len) {
-  if (seq_len != rope_.seq_len) rope_ = cpu::RopeTable(seq_len, config_.head_dim(), config_.rope_theta);
+  if (seq_len != rope_.seq_len)
+    rope_ = cpu::RopeTable(seq_len, config_.head_dim(), config_.rope_theta);
   batch_ = batch;
   seq_len_ = seq_len;
 }

@@ -81,17 +81,17 @@ double Model<T>::forward_backward(const int32_t* tokens, int64_t batch, int seq_
       features_.data(), params_->value(head), targets_.data(), {rows, d, config_.vocab_size},
       dfeatures_.data(), params_->grad(head), grad_scale);
   design_->backward(*backbone_, dfeatures_.data(), dx0_.data());
-  cpu::embedding_backward(params_->grad(layout_->id("embed")), tokens_.data(), dx0_.data(), rows, d);
+  cpu::embedding_backward(params_->grad(layout_->id("embed")), tokens_.data(), dx0_.data(), rows,
+                          d);
   return loss;
 }
 
 template <class T>
 double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len) {
   forward_features(tokens, batch, seq_len);
-  return cpu::lm_head_cross_entropy<T>(features_.data(), params_->value(layout_->id("lm_head")),
-                                       targets_.data(),
-                                       {batch * seq_len, config_.d_model, config_.vocab_size},
-                                       nullptr, nullptr, 0.0);
+  return cpu::lm_head_cross_entropy<T>(
+      features_.data(), params_->value(layout_->id("lm_head")), targets_.data(),
+      {batch * seq_len, config_.d_model, config_.vocab_size}, nullptr, nullptr, 0.0);
 }
 
 template <class T>

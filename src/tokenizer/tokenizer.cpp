@@ -161,7 +161,9 @@ void BpeTokenizer::encode(std::string_view text, std::vector<uint32_t>& ids) {
 void BpeTokenizer::encode_plain(std::string_view text, std::vector<uint32_t>& ids) {
   std::string prefixed;
   if (add_prefix_space_ && !text.empty() && text[0] != ' ') {
-    prefixed = " " + std::string(text);
+    prefixed.reserve(text.size() + 1);
+    prefixed.push_back(' ');
+    prefixed.append(text);
     text = prefixed;
   }
   pieces_.clear();

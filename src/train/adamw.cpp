@@ -15,7 +15,8 @@ double global_norm(std::span<const T> grads) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     double s = 0;
-    for (int64_t i = c * 4096; i < std::min(n, (c + 1) * 4096); ++i) s += double(grads[i]) * grads[i];
+    for (int64_t i = c * 4096; i < std::min(n, (c + 1) * 4096); ++i)
+      s += double(grads[i]) * grads[i];
     partial[c] = s;
   }
   double sum = 0;

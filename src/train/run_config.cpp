@@ -66,9 +66,12 @@ Key text_key(const std::string& name, std::string& field, const std::string& hel
 Key bool_key(const std::string& name, bool& field, const std::string& help) {
   return {name, help,
           [&field, name](const std::string& t) {
-            if (t == "true" || t == "1" || t == "yes") field = true;
-            else if (t == "false" || t == "0" || t == "no") field = false;
-            else throw Error(name + ": '" + t + "' is not true/false");
+            if (t == "true" || t == "1" || t == "yes")
+              field = true;
+            else if (t == "false" || t == "0" || t == "no")
+              field = false;
+            else
+              throw Error(name + ": '" + t + "' is not true/false");
           },
           [&field] { return std::string(field ? "true" : "false"); }};
 }
@@ -121,15 +124,18 @@ std::vector<Key> keys_of(RunConfig& c) {
       number_key("train.grad_clip", r.grad_clip, "global gradient-norm clip (0 = off)"),
       number_key("train.steps", r.steps, "optimizer steps"),
       number_key("train.global_batch", r.global_batch_sequences, "sequences per optimizer step"),
-      number_key("train.micro_batch", r.micro_batch_sequences, "sequences per forward pass per rank"),
+      number_key("train.micro_batch", r.micro_batch_sequences,
+                 "sequences per forward pass per rank"),
       number_key("train.seq_len", r.seq_len, "tokens per sequence T"),
       number_key("train.seed", c.seed, "seed of the init and the data order"),
       number_key("train.threads", c.threads, "CPU threads per rank (0 = cores / local ranks)"),
       number_key("train.log_interval", c.log_interval, "steps between progress lines"),
       number_key("train.val_interval", c.val_interval, "steps between validations"),
       number_key("train.val_windows", c.val_windows, "validation windows per evaluation"),
-      number_key("train.divergence_margin", c.divergence_margin, "diverged when loss > ln(V) + margin"),
-      number_key("train.checkpoint_interval", c.checkpoint_interval, "steps between checkpoints (0 = none)"),
+      number_key("train.divergence_margin", c.divergence_margin,
+                 "diverged when loss > ln(V) + margin"),
+      number_key("train.checkpoint_interval", c.checkpoint_interval,
+                 "steps between checkpoints (0 = none)"),
       text_key("train.backend", c.backend, "cpu | cuda"),
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
@@ -144,7 +150,8 @@ std::vector<Key> keys_of(RunConfig& c) {
     for (const DesignOption& option : design.options) {
       const std::string key = option.key;
       std::map<std::string, std::string>& opts = m.design_options;
-      keys.push_back({"model." + key, option.help + " (" + design.name + ", default " + option.default_value + ")",
+      keys.push_back({"model." + key,
+                      option.help + " (" + design.name + ", default " + option.default_value + ")",
                       [&opts, key](const std::string& t) { opts[key] = t; },
                       [&opts, key, option] {
                         auto it = opts.find(key);
@@ -156,7 +163,8 @@ std::vector<Key> keys_of(RunConfig& c) {
 
 po::options_description describe(const std::vector<Key>& keys) {
   po::options_description desc("config keys (INI [section] key = value, or --section.key=value)");
-  for (const Key& k : keys) desc.add_options()(k.name.c_str(), po::value<std::string>(), k.help.c_str());
+  for (const Key& k : keys)
+    desc.add_options()(k.name.c_str(), po::value<std::string>(), k.help.c_str());
   return desc;
 }
 
@@ -176,7 +184,8 @@ void parse_ini_stream(std::istream& in, const std::string& source, std::vector<K
   try {
     po::store(po::parse_config_file(in, describe(keys), /*allow_unregistered=*/false), vm);
   } catch (const po::unknown_option& e) {
-    throw Error(source + ": unknown key '" + e.get_option_name() + "' (valid: " + valid_key_list(keys) + ")");
+    throw Error(source + ": unknown key '" + e.get_option_name() +
+                "' (valid: " + valid_key_list(keys) + ")");
   } catch (const po::error& e) {
     throw Error(source + ": " + e.what());
   }
@@ -202,7 +211,8 @@ bool parse_run_config(int argc, char** argv, RunConfig& config, const std::strin
   try {
     po::store(po::command_line_parser(argc, argv).options(all).run(), cli);
   } catch (const po::unknown_option& e) {
-    throw Error("unknown option '" + e.get_option_name() + "' (valid: --config, " + valid_key_list(keys) + ")");
+    throw Error("unknown option '" + e.get_option_name() + "' (valid: --config, " +
+                valid_key_list(keys) + ")");
   } catch (const po::error& e) {
     throw Error(e.what());
   }

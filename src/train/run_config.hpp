@@ -24,14 +24,14 @@ struct RunConfig {
   uint64_t seed = 1234;
   std::string suite = "single";
   std::string backend = "cpu";
-  int threads = 0;                 // CPU threads; 0 = all cores of this rank's share
-  int64_t log_interval = 10;       // steps between progress lines and curve rows
-  int64_t val_interval = 50;       // steps between validation evaluations (and at the end)
-  int64_t val_windows = 32;        // validation windows evaluated each time
-  double divergence_margin = 3.0;  // loss above ln(V) + margin (after warm-up) = diverged
-  int64_t checkpoint_interval = 0; // steps between checkpoints (0 = only on signal / never)
+  int threads = 0;                  // CPU threads; 0 = all cores of this rank's share
+  int64_t log_interval = 10;        // steps between progress lines and curve rows
+  int64_t val_interval = 50;        // steps between validation evaluations (and at the end)
+  int64_t val_windows = 32;         // validation windows evaluated each time
+  double divergence_margin = 3.0;   // loss above ln(V) + margin (after warm-up) = diverged
+  int64_t checkpoint_interval = 0;  // steps between checkpoints (0 = only on signal / never)
   std::string out_dir = "runs";
-  std::string name;                // run name; empty = derived from suite, design, shape, lr
+  std::string name;  // run name; empty = derived from suite, design, shape, lr
 
   // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
   std::string derived_name() const;

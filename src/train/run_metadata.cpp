@@ -94,7 +94,10 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks) {
   f.set_attribute("software_version", std::string(DEPTHBENCH_VERSION));
   f.set_attribute("git_commit", std::string(DEPTHBENCH_GIT_COMMIT));
   f.set_attribute("flops_per_token", flops_per_token(m, r.seq_len));
-  f.set_attribute("flops_convention", std::string("PaLM: 6N + 12*L*d*T (+ design extras), N = parameters without the input embedding"));
+  f.set_attribute(
+      "flops_convention",
+      std::string(
+          "PaLM: 6N + 12*L*d*T (+ design extras), N = parameters without the input embedding"));
   f.set_attribute("start_time", iso_time_now());
   f.set_attribute("status_step", int64_t(-1));
   f.set_attribute("status_reason", std::string(""));

@@ -5,7 +5,9 @@
 namespace db {
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_stop_signal(int) { g_stop = 1; }
+extern "C" void on_stop_signal(int) {
+  g_stop = 1;
+}
 }  // namespace
 
 void install_stop_signal_handlers() {
@@ -13,7 +15,11 @@ void install_stop_signal_handlers() {
   std::signal(SIGUSR1, on_stop_signal);
 }
 
-bool stop_requested() { return g_stop != 0; }
-void request_stop() { g_stop = 1; }
+bool stop_requested() {
+  return g_stop != 0;
+}
+void request_stop() {
+  g_stop = 1;
+}
 
 }  // namespace db

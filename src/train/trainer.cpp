@@ -42,7 +42,8 @@ std::string format_duration(double seconds) {
 // Threads per rank: the cores of this node divided among the ranks that share it.
 int default_threads(const Communicator& comm) {
   MPI_Comm local;
-  MPI_CHECK(MPI_Comm_split_type(comm.handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &local));
+  MPI_CHECK(
+      MPI_Comm_split_type(comm.handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &local));
   int local_size = 1;
   MPI_Comm_size(local, &local_size);
   MPI_Comm_free(&local);
@@ -58,7 +59,8 @@ std::vector<double> validation_window_losses(Model<float>& model, const data::To
   std::vector<int32_t> tokens(seq_len);
   for (int64_t w = comm.rank(); w < windows; w += comm.size()) {
     val.read_window(w, tokens);
-    losses[w] = model.forward_loss(tokens.data(), 1, seq_len) / Model<float>::targets_per_window(seq_len);
+    losses[w] =
+        model.forward_loss(tokens.data(), 1, seq_len) / Model<float>::targets_per_window(seq_len);
   }
   comm.allreduce_sum(std::span<double>(losses));
   return losses;
@@ -87,8 +89,12 @@ std::pair<double, double> bootstrap_interval(const std::vector<double>& v) {
 class TrainingRun {
  public:
   TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose)
-      : config_(config), comm_(comm), verbose_(verbose && comm.rank() == 0),
-        paths_(RunPaths::of(config)), model_(config.model), optimizer_(model_.layout(), config.recipe) {}
+      : config_(config),
+        comm_(comm),
+        verbose_(verbose && comm.rank() == 0),
+        paths_(RunPaths::of(config)),
+        model_(config.model),
+        optimizer_(model_.layout(), config.recipe) {}
 
   TrainResult run();
 
@@ -133,15 +139,19 @@ void TrainingRun::open_data() {
 
 void TrainingRun::start_or_resume() {
   std::optional<Checkpoint> checkpoint;
-  if (std::filesystem::exists(paths_.run_file + ".tmp")) checkpoint = read_checkpoint(paths_.checkpoint);
+  if (std::filesystem::exists(paths_.run_file + ".tmp"))
+    checkpoint = read_checkpoint(paths_.checkpoint);
   const std::string id = run_id(config_);
   if (checkpoint && checkpoint->run_id != id) {
-    if (verbose_) std::printf("%s: checkpoint belongs to another config, starting over\n", config_.run_name().c_str());
+    if (verbose_)
+      std::printf("%s: checkpoint belongs to another config, starting over\n",
+                  config_.run_name().c_str());
     checkpoint.reset();
   }
   if (checkpoint) {
     auto values = model_.params().values();
-    DB_REQUIRE(checkpoint->params.size() == values.size(), "checkpoint " + paths_.checkpoint + " has the wrong size");
+    DB_REQUIRE(checkpoint->params.size() == values.size(),
+               "checkpoint " + paths_.checkpoint + " has the wrong size");
     std::copy(checkpoint->params.begin(), checkpoint->params.end(), values.begin());
     optimizer_.first_moment() = checkpoint->adam_m;
     optimizer_.second_moment() = checkpoint->adam_v;
@@ -157,7 +167,9 @@ void TrainingRun::start_or_resume() {
                                    std::filesystem::copy_options::overwrite_existing);
       file_.emplace(RunFile::resume(paths_.run_file, start_step_));
     }
-    if (verbose_) std::printf("%s: resuming at step %lld\n", config_.run_name().c_str(), (long long)start_step_);
+    if (verbose_)
+      std::printf("%s: resuming at step %lld\n", config_.run_name().c_str(),
+                  (long long)start_step_);
   } else {
     model_.initialize(config_.seed);
     std::filesystem::remove(paths_.checkpoint);
@@ -175,7 +187,8 @@ double TrainingRun::train_step(int64_t step) {
   const Recipe& r = config_.recipe;
   const int T = r.seq_len;
   const int64_t share = r.global_batch_sequences / comm_.size();
-  const double grad_scale = 1.0 / (double(r.global_batch_sequences) * Model<float>::targets_per_window(T));
+  const double grad_scale =
+      1.0 / (double(r.global_batch_sequences) * Model<float>::targets_per_window(T));
   model_.params().zero_grads();
   double loss_sum = 0;
   // This rank's sequences of the global batch: positions step·G + rank·share + j of the order.
@@ -194,15 +207,17 @@ double TrainingRun::train_step(int64_t step) {
 
 void TrainingRun::validate(int64_t step, bool final) {
   const int64_t windows = std::min(config_.val_windows, val_->num_windows());
-  last_val_windows_ = validation_window_losses(model_, *val_, windows, config_.recipe.seq_len, comm_);
+  last_val_windows_ =
+      validation_window_losses(model_, *val_, windows, config_.recipe.seq_len, comm_);
   last_val_ = mean(last_val_windows_);
   if (last_val_ < best_val_) {
     best_val_ = last_val_;
     best_step_ = step;
   }
   if (rank0()) file_->append_validation(step, last_val_);
-  if (verbose_) std::printf("%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
-                            (long long)step, last_val_, final ? " (final)" : "");
+  if (verbose_)
+    std::printf("%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
+                (long long)step, last_val_, final ? " (final)" : "");
 }
 
 void TrainingRun::save_checkpoint(int64_t steps_done) {
@@ -256,8 +271,10 @@ TrainResult TrainingRun::run() {
   const Recipe& r = config_.recipe;
   DB_REQUIRE(r.global_batch_sequences % comm_.size() == 0,
              "train.global_batch (" + std::to_string(r.global_batch_sequences) +
-                 ") must be a multiple of the ranks per run (" + std::to_string(comm_.size()) + ")");
-  DB_REQUIRE(r.micro_batch_sequences >= 1 && r.steps >= 1 && r.seq_len >= 2, "train.micro_batch, train.steps ≥ 1 and train.seq_len ≥ 2 required");
+                 ") must be a multiple of the ranks per run (" + std::to_string(comm_.size()) +
+                 ")");
+  DB_REQUIRE(r.micro_batch_sequences >= 1 && r.steps >= 1 && r.seq_len >= 2,
+             "train.micro_batch, train.steps ≥ 1 and train.seq_len ≥ 2 required");
   start_or_resume();
   TrainResult result;
   try {
@@ -275,10 +292,13 @@ TrainResult TrainingRun::run() {
     const double lr = learning_rate_at(r, step);
     const double clip = (r.grad_clip > 0 && norm > r.grad_clip) ? r.grad_clip / norm : 1.0;
     if (!std::isfinite(loss) || !std::isfinite(norm))
-      return finish({"diverged", std::string("non-finite ") + (std::isfinite(loss) ? "gradient norm" : "loss"), step});
+      return finish({"diverged",
+                     std::string("non-finite ") + (std::isfinite(loss) ? "gradient norm" : "loss"),
+                     step});
     if (step >= r.warmup_steps() && loss > max_loss) {
       char reason[128];
-      std::snprintf(reason, sizeof reason, "loss %.3f above ln(V) + %.1f = %.3f", loss, config_.divergence_margin, max_loss);
+      std::snprintf(reason, sizeof reason, "loss %.3f above ln(V) + %.1f = %.3f", loss,
+                    config_.divergence_margin, max_loss);
       return finish({"diverged", reason, step});
     }
     optimizer_.step(model_.params().values(), model_.params().grads(), lr, clip);
@@ -288,19 +308,22 @@ TrainResult TrainingRun::run() {
     // logs exactly the rows of one never interrupted.
     const bool log = (step + 1) % config_.log_interval == 0 || step == 0 || step + 1 == r.steps;
     if (rank0() && log) {
-      file_->append({step, (step + 1) * r.tokens_per_step(), loss, lr, norm, step_time, tokens_per_second, 0.0});
+      file_->append({step, (step + 1) * r.tokens_per_step(), loss, lr, norm, step_time,
+                     tokens_per_second, 0.0});
     }
     if (verbose_ && (log || step == start_step_)) {
       const double elapsed = seconds_since(t_start);
       const double eta = elapsed / double(step + 1 - start_step_) * double(r.steps - step - 1);
       std::printf("%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
                   config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps, loss, lr,
-                  tokens_per_second, flops * tokens_per_second * 1e-9, format_duration(eta).c_str());
+                  tokens_per_second, flops * tokens_per_second * 1e-9,
+                  format_duration(eta).c_str());
       std::fflush(stdout);
     }
     const int64_t done = step + 1;
     if (done % config_.val_interval == 0 && done < r.steps) validate(done, false);
-    if (config_.checkpoint_interval > 0 && done % config_.checkpoint_interval == 0 && done < r.steps)
+    if (config_.checkpoint_interval > 0 && done % config_.checkpoint_interval == 0 &&
+        done < r.steps)
       save_checkpoint(done);
     if (comm_.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0 && done < r.steps) {
       save_checkpoint(done);
@@ -331,7 +354,9 @@ RunPaths RunPaths::of(const RunConfig& config) {
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {
   const RunPaths paths = RunPaths::of(config);
   if (std::filesystem::exists(paths.run_file)) {
-    if (verbose && comm.rank() == 0) std::printf("%s: complete, skipped (%s)\n", config.run_name().c_str(), paths.run_file.c_str());
+    if (verbose && comm.rank() == 0)
+      std::printf("%s: complete, skipped (%s)\n", config.run_name().c_str(),
+                  paths.run_file.c_str());
     return {"skipped", "run file exists", -1, 0, 0};
   }
   cpu::set_cpu_threads(config.threads > 0 ? config.threads : default_threads(comm));

@@ -21,10 +21,10 @@ struct TrainResult {
 
 // Paths of a run's files in its output directory.
 struct RunPaths {
-  std::string run_file;    // NAME.h5 (NAME.h5.tmp while running)
-  std::string checkpoint;  // NAME.ckpt (HDF5): resumable state of an unfinished run
+  std::string run_file;             // NAME.h5 (NAME.h5.tmp while running)
+  std::string checkpoint;           // NAME.ckpt (HDF5): resumable state of an unfinished run
   std::string checkpoint_run_file;  // NAME.ckpt.run (HDF5): the run file as of that checkpoint
-  std::string weights;     // NAME.weights (HDF5): final weights of a completed run
+  std::string weights;              // NAME.weights (HDF5): final weights of a completed run
   static RunPaths of(const RunConfig& config);
 };
 

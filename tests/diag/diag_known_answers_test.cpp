@@ -5,10 +5,10 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 
-#include "model/residual/stream_mixing.hpp"
 #include "diag//effective_rank.hpp"
 #include "diag_test_support.hpp"
 #include "model/residual/registry.hpp"
+#include "model/residual/stream_mixing.hpp"
 
 using namespace db;
 using namespace db::diag;

@@ -21,7 +21,8 @@ using namespace db;
 
 namespace {
 
-const std::string kScript = std::string(DEPTHBENCH_SOURCE_DIR) + "/tests/reference/depthbench_reference.py";
+const std::string kScript =
+    std::string(DEPTHBENCH_SOURCE_DIR) + "/tests/reference/depthbench_reference.py";
 
 ModelConfig tiny_config(const std::string& arch) {
   ModelConfig c;
@@ -47,9 +48,12 @@ std::string json_value(const std::string& v) {
 
 std::string config_json(const ModelConfig& c) {
   std::string json = "{\"arch\": \"" + c.arch + "\", \"n_layer\": " + std::to_string(c.n_layer) +
-                     ", \"d_model\": " + std::to_string(c.d_model) + ", \"n_head\": " + std::to_string(c.n_head) +
-                     ", \"n_kv_head\": " + std::to_string(c.kv_heads()) + ", \"ff\": " + std::to_string(c.ff_dim()) +
-                     ", \"vocab_size\": " + std::to_string(c.vocab_size) + ", \"qk_norm\": " + (c.qk_norm ? "true" : "false") +
+                     ", \"d_model\": " + std::to_string(c.d_model) +
+                     ", \"n_head\": " + std::to_string(c.n_head) +
+                     ", \"n_kv_head\": " + std::to_string(c.kv_heads()) +
+                     ", \"ff\": " + std::to_string(c.ff_dim()) +
+                     ", \"vocab_size\": " + std::to_string(c.vocab_size) +
+                     ", \"qk_norm\": " + (c.qk_norm ? "true" : "false") +
                      ", \"norm_eps\": 1e-6, \"rope_theta\": 10000";
   for (const DesignOption& o : find_design(c.arch).options)
     json += ", \"" + o.key + "\": " + json_value(c.option(o.key, o.default_value));
@@ -66,7 +70,8 @@ constexpr int kBatch = 2, kSeq = 7, kAdamSteps = 5;
 constexpr double kLr = 1e-2;
 
 // Writes the model's weights and a batch, runs the reference, reads its answers.
-Reference run_reference(Model<double>& model, const std::vector<int32_t>& tokens, const std::string& dir) {
+Reference run_reference(Model<double>& model, const std::vector<int32_t>& tokens,
+                        const std::string& dir) {
   const std::string in = dir + "/weights.h5", out = dir + "/reference.h5";
   {
     H5Handle f = test::create_h5(in);
@@ -79,22 +84,26 @@ Reference run_reference(Model<double>& model, const std::vector<int32_t>& tokens
     test::write_tensor(f.get(), "tokens", {kBatch, kSeq}, t.data());
     test::write_double_attribute(f.get(), "lr", kLr);
   }
-  const std::string command = std::string(DEPTHBENCH_PYTHON) + " " + kScript + " run --weights " + in +
-                              " --out " + out + " --adamw-steps " + std::to_string(kAdamSteps) + " > " + dir + "/reference.log 2>&1";
-  BOOST_REQUIRE_MESSAGE(std::system(command.c_str()) == 0, "reference failed: see " + dir + "/reference.log");
+  const std::string command = std::string(DEPTHBENCH_PYTHON) + " " + kScript + " run --weights " +
+                              in + " --out " + out + " --adamw-steps " +
+                              std::to_string(kAdamSteps) + " > " + dir + "/reference.log 2>&1";
+  BOOST_REQUIRE_MESSAGE(std::system(command.c_str()) == 0,
+                        "reference failed: see " + dir + "/reference.log");
   H5Handle f = test::open_h5(out);
   Reference r;
   r.loss = test::read_tensor(f.get(), "loss")[0];
   r.logits = test::read_tensor(f.get(), "logits");
   r.adamw_losses = test::read_tensor(f.get(), "adamw_losses");
-  for (const ParameterSpec& s : model.layout().specs()) r.grads.push_back(test::read_tensor(f.get(), "grad/" + s.name));
+  for (const ParameterSpec& s : model.layout().specs())
+    r.grads.push_back(test::read_tensor(f.get(), "grad/" + s.name));
   return r;
 }
 
 double max_relative_difference(const std::vector<double>& ours, const std::vector<double>& theirs) {
   double scale = 1e-12, worst = 0;
   for (double v : theirs) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::fabs(ours[i] - theirs[i]) / scale);
+  for (size_t i = 0; i < ours.size(); ++i)
+    worst = std::max(worst, std::fabs(ours[i] - theirs[i]) / scale);
   return worst;
 }
 
@@ -105,8 +114,9 @@ std::vector<double> as_double(std::span<const T> v, int64_t offset, int64_t size
 
 // Compares loss, logits and all gradients of a model of type T against the reference.
 template <class T>
-double compare_gradients(const ModelConfig& c, const std::vector<double>& weights, const std::vector<int32_t>& tokens,
-                         const Reference& ref, std::string* worst_name) {
+double compare_gradients(const ModelConfig& c, const std::vector<double>& weights,
+                         const std::vector<int32_t>& tokens, const Reference& ref,
+                         std::string* worst_name) {
   Model<T> model(c);
   std::copy(weights.begin(), weights.end(), model.params().values().begin());
   model.params().zero_grads();
@@ -117,20 +127,22 @@ double compare_gradients(const ModelConfig& c, const std::vector<double>& weight
   std::vector<T> logits;
   model.logits(tokens.data(), kBatch, kSeq, logits);
   // Logits of the last forward pass after gradients: rerun gradients after logits changed caches.
-  const double logit_err = max_relative_difference(std::vector<double>(logits.begin(), logits.end()), ref.logits);
+  const double logit_err =
+      max_relative_difference(std::vector<double>(logits.begin(), logits.end()), ref.logits);
   if (logit_err > worst) worst = logit_err, *worst_name = "logits";
   const auto& specs = model.layout().specs();
   std::span<const T> grads(model.params().grads().data(), model.params().grads().size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    const double err = max_relative_difference(as_double(grads, specs[i].offset, specs[i].size()), ref.grads[i]);
+    const double err =
+        max_relative_difference(as_double(grads, specs[i].offset, specs[i].size()), ref.grads[i]);
     if (err > worst) worst = err, *worst_name = "grad " + specs[i].name;
   }
   return worst;
 }
 
 // 5 AdamW steps on the same batch with the float32 training path; max relative loss difference.
-double compare_adamw(const ModelConfig& c, const std::vector<double>& weights, const std::vector<int32_t>& tokens,
-                     const Reference& ref) {
+double compare_adamw(const ModelConfig& c, const std::vector<double>& weights,
+                     const std::vector<int32_t>& tokens, const Reference& ref) {
   Model<float> model(c);
   std::copy(weights.begin(), weights.end(), model.params().values().begin());
   Recipe recipe;
@@ -142,7 +154,8 @@ double compare_adamw(const ModelConfig& c, const std::vector<double>& weights, c
     const double loss = model.forward_backward(tokens.data(), kBatch, kSeq, scale) * scale;
     worst = std::max(worst, std::fabs(loss - ref.adamw_losses[s]) / ref.adamw_losses[s]);
     const double norm = global_norm<float>(model.params().grads());
-    optimizer.step(model.params().values(), model.params().grads(), kLr, norm > 1.0 ? 1.0 / norm : 1.0);
+    optimizer.step(model.params().values(), model.params().grads(), kLr,
+                   norm > 1.0 ? 1.0 / norm : 1.0);
   }
   return worst;
 }
@@ -165,13 +178,15 @@ BOOST_AUTO_TEST_CASE(every_design_agrees_with_the_pytorch_reference) {
       Rng rng(9);
       for (auto& t : tokens) t = int32_t(rng.below(c.vocab_size));
       const Reference ref = run_reference(model, tokens, dir);
-      const std::vector<double> weights(model.params().values().begin(), model.params().values().end());
+      const std::vector<double> weights(model.params().values().begin(),
+                                        model.params().values().end());
       std::string worst64, worst32;
       const double err64 = compare_gradients<double>(c, weights, tokens, ref, &worst64);
       const double err32 = compare_gradients<float>(c, weights, tokens, ref, &worst32);
       const double err_adam = compare_adamw(c, weights, tokens, ref);
       std::printf("pytorch %-14s gqa+qk_norm=%d float64 %.1e (%s) float32 %.1e (%s) adamw-5 %.1e\n",
-                  design.name.c_str(), int(gqa), err64, worst64.c_str(), err32, worst32.c_str(), err_adam);
+                  design.name.c_str(), int(gqa), err64, worst64.c_str(), err32, worst32.c_str(),
+                  err_adam);
       BOOST_TEST(err64 < 1e-9, design.name << " float64 worst " << worst64);
       BOOST_TEST(err32 < 1e-4, design.name << " float32 worst " << worst32);
       BOOST_TEST(err_adam < 1e-4, design.name << " adamw losses");
@@ -204,7 +219,8 @@ BOOST_AUTO_TEST_CASE(design_option_variants_agree_with_the_pytorch_reference) {
       Rng rng(9);
       for (auto& t : tokens) t = int32_t(rng.below(c.vocab_size));
       const Reference ref = run_reference(model, tokens, dir);
-      const std::vector<double> weights(model.params().values().begin(), model.params().values().end());
+      const std::vector<double> weights(model.params().values().begin(),
+                                        model.params().values().end());
       std::string worst64;
       const double err64 = compare_gradients<double>(c, weights, tokens, ref, &worst64);
       std::string label = arch;

@@ -24,7 +24,10 @@ BOOST_AUTO_TEST_CASE(linear_backward_matches_finite_differences) {
   const int N = 5, in = 7, out = 3;
   Vec x = random_vector(N * in, 1), W = random_vector(out * in, 2), w = random_vector(N * out, 3);
   Vec y(N * out);
-  auto f = [&] { cpu::linear_forward(y.data(), x.data(), W.data(), N, in, out); return dot(y, w); };
+  auto f = [&] {
+    cpu::linear_forward(y.data(), x.data(), W.data(), N, in, out);
+    return dot(y, w);
+  };
   Vec dx(N * in), dW(out * in, 0.0);
   cpu::linear_backward(dx.data(), dW.data(), w.data(), x.data(), W.data(), N, in, out);
   BOOST_TEST(max_relative_error(f, x, dx) < kTolerance);
@@ -35,7 +38,10 @@ BOOST_AUTO_TEST_CASE(rmsnorm_backward_matches_finite_differences) {
   const int N = 4, d = 9;
   Vec x = random_vector(N * d, 4), g = random_vector(d, 5), w = random_vector(N * d, 6);
   Vec y(N * d), rstd(N);
-  auto f = [&] { cpu::rmsnorm_forward(y.data(), rstd.data(), x.data(), g.data(), N, d, 1e-6); return dot(y, w); };
+  auto f = [&] {
+    cpu::rmsnorm_forward(y.data(), rstd.data(), x.data(), g.data(), N, d, 1e-6);
+    return dot(y, w);
+  };
   f();
   Vec dx(N * d), dg(d, 0.0);
   cpu::rmsnorm_backward(dx.data(), dg.data(), w.data(), x.data(), g.data(), rstd.data(), N, d);
@@ -47,10 +53,14 @@ BOOST_AUTO_TEST_CASE(layernorm_backward_matches_finite_differences) {
   const int N = 4, d = 9;
   Vec x = random_vector(N * d, 7), g = random_vector(d, 8), w = random_vector(N * d, 9);
   Vec y(N * d), mean(N), rstd(N);
-  auto f = [&] { cpu::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), g.data(), N, d, 1e-6); return dot(y, w); };
+  auto f = [&] {
+    cpu::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), g.data(), N, d, 1e-6);
+    return dot(y, w);
+  };
   f();
   Vec dx(N * d), dg(d, 0.0);
-  cpu::layernorm_backward(dx.data(), dg.data(), w.data(), x.data(), g.data(), mean.data(), rstd.data(), N, d);
+  cpu::layernorm_backward(dx.data(), dg.data(), w.data(), x.data(), g.data(), mean.data(),
+                          rstd.data(), N, d);
   BOOST_TEST(max_relative_error(f, x, dx) < kTolerance);
   BOOST_TEST(max_relative_error(f, g, dg) < kTolerance);
 }
@@ -61,7 +71,11 @@ BOOST_AUTO_TEST_CASE(rope_inverse_is_the_transpose_and_preserves_norm) {
   Vec x = random_vector(B * T * heads * hd, 10), w = random_vector(x.size(), 11);
   Vec y = x;
   cpu::rope_apply(y.data(), table, B, T, heads, false);
-  auto f = [&] { Vec z = x; cpu::rope_apply(z.data(), table, B, T, heads, false); return dot(z, w); };
+  auto f = [&] {
+    Vec z = x;
+    cpu::rope_apply(z.data(), table, B, T, heads, false);
+    return dot(z, w);
+  };
   Vec dx = w;
   cpu::rope_apply(dx.data(), table, B, T, heads, true);
   BOOST_TEST(max_relative_error(f, x, dx) < kTolerance);
@@ -79,10 +93,14 @@ BOOST_AUTO_TEST_CASE(attention_backward_matches_finite_differences_with_gqa) {
   const size_t kvn = s.batch * s.seq_len * s.kv_heads * s.head_dim;
   Vec q = random_vector(qn, 12), k = random_vector(kvn, 13), v = random_vector(kvn, 14);
   Vec w = random_vector(qn, 15), o(qn), lse(s.batch * s.heads * s.seq_len);
-  auto f = [&] { cpu::attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), s); return dot(o, w); };
+  auto f = [&] {
+    cpu::attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    return dot(o, w);
+  };
   f();
   Vec dq(qn), dk(kvn), dv(kvn);
-  cpu::attention_backward(dq.data(), dk.data(), dv.data(), w.data(), o.data(), lse.data(), q.data(), k.data(), v.data(), s);
+  cpu::attention_backward(dq.data(), dk.data(), dv.data(), w.data(), o.data(), lse.data(), q.data(),
+                          k.data(), v.data(), s);
   BOOST_TEST(max_relative_error(f, q, dq, 200) < kTolerance);
   BOOST_TEST(max_relative_error(f, k, dk, 200) < kTolerance);
   BOOST_TEST(max_relative_error(f, v, dv, 200) < kTolerance);
@@ -94,7 +112,8 @@ BOOST_AUTO_TEST_CASE(attention_is_causal) {
   Vec q = random_vector(n, 16), k = random_vector(n, 17), v = random_vector(n, 18);
   Vec o1(n), o2(n), lse(s.heads * s.seq_len);
   cpu::attention_forward(o1.data(), lse.data(), q.data(), k.data(), v.data(), s);
-  for (size_t i = n - s.heads * s.head_dim; i < n; ++i) k[i] += 5, v[i] -= 3;  // change the last position
+  for (size_t i = n - s.heads * s.head_dim; i < n; ++i)
+    k[i] += 5, v[i] -= 3;  // change the last position
   cpu::attention_forward(o2.data(), lse.data(), q.data(), k.data(), v.data(), s);
   for (size_t i = 0; i < n - s.heads * s.head_dim; ++i) BOOST_TEST(o1[i] == o2[i]);
   // Position 0 attends only to itself: its output equals its value.
@@ -104,7 +123,10 @@ BOOST_AUTO_TEST_CASE(attention_is_causal) {
 BOOST_AUTO_TEST_CASE(swiglu_backward_matches_finite_differences) {
   const int n = 20;
   Vec a = random_vector(n, 19), b = random_vector(n, 20), w = random_vector(n, 21), h(n);
-  auto f = [&] { cpu::swiglu_forward(h.data(), a.data(), b.data(), n); return dot(h, w); };
+  auto f = [&] {
+    cpu::swiglu_forward(h.data(), a.data(), b.data(), n);
+    return dot(h, w);
+  };
   Vec da(n), db(n);
   cpu::swiglu_backward(da.data(), db.data(), w.data(), a.data(), b.data(), n);
   BOOST_TEST(max_relative_error(f, a, da) < kTolerance);
@@ -115,7 +137,10 @@ BOOST_AUTO_TEST_CASE(embedding_backward_accumulates_repeated_tokens) {
   const int V = 5, d = 3, N = 6;
   std::vector<int32_t> tokens = {1, 3, 1, 0, 4, 1};
   Vec E = random_vector(V * d, 22), w = random_vector(N * d, 23), x(N * d);
-  auto f = [&] { cpu::embedding_forward(x.data(), tokens.data(), E.data(), N, d); return dot(x, w); };
+  auto f = [&] {
+    cpu::embedding_forward(x.data(), tokens.data(), E.data(), N, d);
+    return dot(x, w);
+  };
   Vec dE(V * d, 0.0);
   cpu::embedding_backward(dE.data(), tokens.data(), w.data(), N, d);
   BOOST_TEST(max_relative_error(f, E, dE) < kTolerance);
@@ -128,9 +153,13 @@ BOOST_AUTO_TEST_CASE(fused_head_cross_entropy_matches_finite_differences_and_log
   std::vector<int32_t> targets(N);
   for (int n = 0; n < N; ++n) targets[n] = (n % 11 == 10) ? -1 : (n * 3) % V;
   const cpu::HeadShape s{N, d, V};
-  auto f = [&] { return cpu::lm_head_cross_entropy<double>(h.data(), W.data(), targets.data(), s, nullptr, nullptr, 0); };
+  auto f = [&] {
+    return cpu::lm_head_cross_entropy<double>(h.data(), W.data(), targets.data(), s, nullptr,
+                                              nullptr, 0);
+  };
   Vec dh(N * d), dW(V * d, 0.0);
-  const double loss = cpu::lm_head_cross_entropy(h.data(), W.data(), targets.data(), s, dh.data(), dW.data(), 1.0);
+  const double loss =
+      cpu::lm_head_cross_entropy(h.data(), W.data(), targets.data(), s, dh.data(), dW.data(), 1.0);
   BOOST_TEST(max_relative_error(f, h, dh, 200) < kTolerance);
   BOOST_TEST(max_relative_error(f, W, dW) < kTolerance);
   // Direct log-softmax on the plain logits.

@@ -34,7 +34,8 @@ inline double max_relative_error(const std::function<double()>& f, std::vector<d
     const double minus = f();
     x[i] = saved;
     const double fd = (plus - minus) / (2 * h);
-    worst = std::max(worst, std::fabs(fd - analytic[i]) / std::max(std::fabs(fd) + std::fabs(analytic[i]), floor));
+    worst = std::max(worst, std::fabs(fd - analytic[i]) /
+                                std::max(std::fabs(fd) + std::fabs(analytic[i]), floor));
   }
   return worst;
 }
@@ -60,7 +61,8 @@ inline double max_relative_error_fourth_order(const std::function<double()>& f,
   };
   for (size_t i = 0; i < x.size(); i += step) {
     const double fd = (-at(i, 2 * h) + 8 * at(i, h) - 8 * at(i, -h) + at(i, -2 * h)) / (12 * h);
-    worst = std::max(worst, std::fabs(fd - analytic[i]) / std::max(std::fabs(fd) + std::fabs(analytic[i]), floor));
+    worst = std::max(worst, std::fabs(fd - analytic[i]) /
+                                std::max(std::fabs(fd) + std::fabs(analytic[i]), floor));
   }
   return worst;
 }

@@ -13,7 +13,8 @@ namespace db::test {
 
 inline H5Handle create_h5(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  return H5Handle(H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)), H5Fclose);
+  return H5Handle(H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
 }
 
 inline H5Handle open_h5(const std::string& path) {
@@ -26,7 +27,9 @@ void write_tensor(hid_t file, const std::string& name, const std::vector<hsize_t
                   const T* data) {
   const hid_t type = std::is_same_v<T, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
   H5Handle space(H5_CHECK(H5Screate_simple(int(shape.size()), shape.data(), nullptr)), H5Sclose);
-  H5Handle set(H5_CHECK(H5Dcreate2(file, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Dclose);
+  H5Handle set(H5_CHECK(H5Dcreate2(file, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                   H5P_DEFAULT)),
+               H5Dclose);
   H5_CHECK(H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
 
@@ -34,14 +37,18 @@ inline void write_string_attribute(hid_t file, const std::string& name, const st
   H5Handle type(H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
   H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
   H5Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(H5_CHECK(H5Acreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)), H5Aclose);
+  H5Handle attr(
+      H5_CHECK(H5Acreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
   const char* text = value.c_str();
   H5_CHECK(H5Awrite(attr.get(), type.get(), &text));
 }
 
 inline void write_double_attribute(hid_t file, const std::string& name, double value) {
   H5Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(H5_CHECK(H5Acreate2(file, name.c_str(), H5T_NATIVE_DOUBLE, space.get(), H5P_DEFAULT, H5P_DEFAULT)), H5Aclose);
+  H5Handle attr(H5_CHECK(H5Acreate2(file, name.c_str(), H5T_NATIVE_DOUBLE, space.get(), H5P_DEFAULT,
+                                    H5P_DEFAULT)),
+                H5Aclose);
   H5_CHECK(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value));
 }
 

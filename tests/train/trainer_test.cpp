@@ -2,6 +2,8 @@
 // learning, the run file's contents read back with the HDF5 C API, and recorded failures.
 #define BOOST_TEST_MODULE trainer
 #define BOOST_TEST_DYN_LINK
+#include "train/trainer.hpp"
+
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
@@ -12,7 +14,6 @@
 #include "model/model.hpp"
 #include "support/h5_tensors.hpp"
 #include "train/mpi_test_main.hpp"
-#include "train/trainer.hpp"
 
 using namespace db;
 namespace fs = std::filesystem;
@@ -23,8 +24,9 @@ namespace {
 std::vector<uint32_t> patterned_tokens(size_t n, uint64_t seed) {
   Rng rng(seed);
   std::vector<uint32_t> ids;
-  const std::vector<std::vector<uint32_t>> phrases = {{1, 2, 3, 4}, {5, 6, 7}, {8, 9, 10, 11, 12}, {2, 4, 6, 8},
-                                                      {13, 14}, {15, 1, 15}, {3, 3, 7}, {9, 2, 11}};
+  const std::vector<std::vector<uint32_t>> phrases = {{1, 2, 3, 4}, {5, 6, 7}, {8, 9, 10, 11, 12},
+                                                      {2, 4, 6, 8}, {13, 14},  {15, 1, 15},
+                                                      {3, 3, 7},    {9, 2, 11}};
   while (ids.size() < n) {
     for (uint32_t t : phrases[rng.below(phrases.size())]) ids.push_back(t);
     if (rng.below(10) == 0) ids.push_back(uint32_t(rng.below(16)));
@@ -56,7 +58,9 @@ RunConfig tiny_run(const fs::path& dir) {
   return c;
 }
 
-H5Handle open_run(const RunConfig& c) { return test::open_h5(RunPaths::of(c).run_file); }
+H5Handle open_run(const RunConfig& c) {
+  return test::open_h5(RunPaths::of(c).run_file);
+}
 
 }  // namespace
 
@@ -94,8 +98,9 @@ BOOST_AUTO_TEST_CASE(training_lowers_validation_loss_and_the_run_file_describes_
   const auto steps = test::read_tensor(f.get(), "curves/val_step");
   BOOST_REQUIRE(val.size() == 4);  // steps 10, 20, 30 and the final 40
   BOOST_TEST(steps.back() == 40);
-  std::printf("tiny pattern model: validation loss %.3f at step 10 → %.3f at step 40 (ln V = %.3f)\n",
-              val.front(), val.back(), std::log(16.0));
+  std::printf(
+      "tiny pattern model: validation loss %.3f at step 10 → %.3f at step 40 (ln V = %.3f)\n",
+      val.front(), val.back(), std::log(16.0));
   BOOST_TEST(val.back() < val.front() - 0.3);
   BOOST_TEST(val.back() < std::log(16.0) - 1.0);
   // Running again skips the completed run.

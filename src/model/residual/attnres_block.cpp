@@ -1,6 +1,6 @@
 // §10 Block AttnRes: the 2L sublayers are grouped into runs of S; sources are the embedding,
-// the completed group sums and the current partial sum (attn_res.hpp). S = ceil(2L / attnres_blocks)
-// (8 blocks by default), or attnres_block_size when given; S = 1 is Full AttnRes.
+// the completed group sums and the current partial sum (attn_res.hpp). S = ceil(2L /
+// attnres_blocks) (8 blocks by default), or attnres_block_size when given; S = 1 is Full AttnRes.
 #include "model/residual/attn_res.hpp"
 
 namespace db {

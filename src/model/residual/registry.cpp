@@ -18,9 +18,9 @@ DesignInfo attnres_block_design();
 
 const std::vector<DesignInfo>& all_designs() {
   static const std::vector<DesignInfo> designs = {
-      pre_ln_design(),        sandwich_ln_design(), lns_design(), deepnorm_design(),
-      keel_design(),          moda_design(),        hc_design(),  mhc_design(),
-      attnres_full_design(),  attnres_block_design(),
+      pre_ln_design(),       sandwich_ln_design(),   lns_design(), deepnorm_design(),
+      keel_design(),         moda_design(),          hc_design(),  mhc_design(),
+      attnres_full_design(), attnres_block_design(),
   };
   return designs;
 }

@@ -34,8 +34,7 @@ void scale_into(T* x, double s, int64_t count) {
 template <class T>
 class PreNormStream {
  public:
-  explicit PreNormStream(const ModelConfig& c)
-      : attn_norm_(c.n_layer), ffn_norm_(c.n_layer) {}
+  explicit PreNormStream(const ModelConfig& c) : attn_norm_(c.n_layer), ffn_norm_(c.n_layer) {}
 
   // block_scale[b] multiplies the norm outputs of parameter block b (null: all 1).
   void forward(Backbone<T>& net, const T* x0, T* features, const std::vector<double>* block_scale) {
@@ -52,8 +51,8 @@ class PreNormStream {
       }
       net.observe_depth_state(p + 1, x_.data());
     }
-    net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_,
-                        net.rows(), net.d());
+    net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_, net.rows(),
+                        net.d());
   }
 
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0,

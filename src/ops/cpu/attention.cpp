@@ -13,8 +13,7 @@ namespace {
 template <class T>
 void scores(T* S, const T* q, const T* k, const AttentionShape& s, double scale) {
   const int ldq = s.heads * s.head_dim, ldk = s.kv_heads * s.head_dim;
-  gemm(false, true, s.seq_len, s.seq_len, s.head_dim, T(scale), q, ldq, k, ldk, T(0), S,
-       s.seq_len);
+  gemm(false, true, s.seq_len, s.seq_len, s.head_dim, T(scale), q, ldq, k, ldk, T(0), S, s.seq_len);
 }
 
 }  // namespace
@@ -85,7 +84,8 @@ void attention_backward(T* dq, T* dk, T* dv, const T* d_o, const T* o, const T* 
             for (int j = 0; j <= i; ++j) row[j] = std::exp(row[j] - lse_bh[i]);
             for (int j = i + 1; j < Tn; ++j) row[j] = 0;
             double dot = 0;  // D_i = Σ_d dO_i·O_i = Σ_j P_ij·dP_ij
-            for (int e = 0; e < hd; ++e) dot += double(d_o[off + int64_t(i) * ldq + e]) * o[off + int64_t(i) * ldq + e];
+            for (int e = 0; e < hd; ++e)
+              dot += double(d_o[off + int64_t(i) * ldq + e]) * o[off + int64_t(i) * ldq + e];
             D[i] = T(dot);
           }
           const T first = T(g == 0 ? 0 : 1);  // the first head of the group overwrites dk, dv
@@ -114,7 +114,7 @@ template void attention_backward<float>(float*, float*, float*, const float*, co
                                         const float*, const float*, const float*, const float*,
                                         const AttentionShape&);
 template void attention_backward<double>(double*, double*, double*, const double*, const double*,
-                                         const double*, const double*, const double*,
-                                         const double*, const AttentionShape&);
+                                         const double*, const double*, const double*, const double*,
+                                         const AttentionShape&);
 
 }  // namespace db::cpu

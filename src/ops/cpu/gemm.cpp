@@ -9,7 +9,9 @@
 
 namespace db::cpu {
 namespace {
-CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
+CBLAS_TRANSPOSE op(bool trans) {
+  return trans ? CblasTrans : CblasNoTrans;
+}
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
@@ -24,14 +26,16 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const d
               ldc);
 }
 
-std::string blas_core_name() { return openblas_get_corename(); }
+std::string blas_core_name() {
+  return openblas_get_corename();
+}
 
 void select_blas_kernels(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || blas_core_name() != "Prescott") return;
   __builtin_cpu_init();
-  const char* core = __builtin_cpu_supports("avx512f")  ? "SkylakeX"
-                     : __builtin_cpu_supports("avx2") ? "Haswell"
-                                                      : nullptr;
+  const char* core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                     : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                       : nullptr;
   if (!core) return;
   setenv("OPENBLAS_CORETYPE", core, 1);
   execv("/proc/self/exe", argv);  // only returns on failure: keep the slow kernels then
@@ -43,6 +47,8 @@ void set_cpu_threads(int threads) {
   openblas_set_num_threads(threads);
 }
 
-int cpu_threads() { return omp_get_max_threads(); }
+int cpu_threads() {
+  return omp_get_max_threads();
+}
 
 }  // namespace db::cpu
