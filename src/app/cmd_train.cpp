@@ -1,8 +1,10 @@
 // depthbench train: one run from an INI config, data-parallel over all ranks of mpirun.
 #include <cstdio>
+#include <filesystem>
 
 #include "app/commands.hpp"
 #include "core/communicator.hpp"
+#include "sweep/run_status.hpp"
 #include "train/stop_signal.hpp"
 #include "train/trainer.hpp"
 
@@ -15,6 +17,14 @@ int run_train_command(int argc, char** argv) {
     return 0;
   install_stop_signal_handlers();
   Communicator world = Communicator::world();
+  // Asked for by name, a run that failed before (a bad path, a config error) is trained again;
+  // completed and diverged runs are results and stay (delete NAME.h5 to train them again).
+  if (world.rank() == 0 && sweep::run_status(config) == "failed") {
+    std::printf("%s: the previous attempt failed (%s), training again\n", config.run_name().c_str(),
+                sweep::run_status_reason(config).c_str());
+    std::filesystem::remove(RunPaths::of(config).run_file);
+  }
+  world.barrier();
   const TrainResult result = train_run(config, world);
   if (world.rank() == 0) {
     if (result.status == "completed")

@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
@@ -355,7 +356,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   const RunPaths paths = RunPaths::of(config);
   if (std::filesystem::exists(paths.run_file)) {
     if (verbose && comm.rank() == 0)
-      std::printf("%s: complete, skipped (%s)\n", config.run_name().c_str(),
+      std::printf("%s: finished before, skipped (%s)\n", config.run_name().c_str(),
                   paths.run_file.c_str());
     return {"skipped", "run file exists", -1, 0, 0};
   }
@@ -363,6 +364,11 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   const auto t0 = Clock::now();
   TrainResult result;
   try {
+    // The trainer runs the CPU backend; a run asking for CUDA gets a clear error, never a
+    // silent CPU run (the CUDA ops exist, the CUDA model path does not yet: doc/cuda.md).
+    if (choose_backend(config.backend) == Backend::cuda)
+      throw Error("training on the CUDA backend is not available yet (train.backend = " +
+                  config.backend + "); use train.backend = cpu");
     TrainingRun run(config, comm, verbose);
     result = run.run();
   } catch (const std::exception& e) {
