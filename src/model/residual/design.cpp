@@ -23,18 +23,9 @@ template <class T>
 void ResidualDesign<T>::readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
                                       T* features) {
   const int d = net.d();
-  DB_REQUIRE(width % d == 0, "depth state width " + std::to_string(width) +
-                                 " is not a multiple of d_model " + std::to_string(d));
-  const int streams = width / d;
-  std::vector<T> summed;
+  DB_REQUIRE(width == d, "depth state width " + std::to_string(width) + " is not d_model " +
+                             std::to_string(d) + ": a multi-stream design overrides readout_state");
   const T* x = state;
-  if (streams > 1) {
-    summed.assign(size_t(rows) * d, T(0));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < streams; ++s)
-        for (int j = 0; j < d; ++j) summed[r * d + j] += state[(r * streams + s) * d + j];
-    x = summed.data();
-  }
   NormCache<T> cache;
   net.rmsnorm_forward(net.layout().id("final_norm"), x, features, cache, rows, d);
 }

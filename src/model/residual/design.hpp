@@ -34,8 +34,8 @@ class ResidualDesign {
 
   // LogitLens (diagnostics.md §6): turns a depth state z_l [rows, width] (as given to the
   // observer) into LM-head input features [rows, d] the way the design's own readout would.
-  // The default sums the width/d streams and applies the final RMSNorm, which is exactly the
-  // readout of every single-stream design; a design with another reduction overrides it.
+  // The default applies the final RMSNorm, the readout of every single-stream design; HC and
+  // mHC override it with their stream readouts (stream_readout.hpp).
   virtual void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
                              T* features);
 

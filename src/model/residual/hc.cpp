@@ -12,6 +12,7 @@
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/stream_mixing.hpp"
+#include "model/residual/stream_readout.hpp"
 #include "ops/cpu/gemm.hpp"
 
 namespace db {
@@ -70,8 +71,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   void forward(Backbone<T>& net, const T* x0, T* features) override {
     const int64_t rows = net.rows(), d = net.d(), n = n_;
     state_.resize(rows * n * d);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s) std::copy(x0 + r * d, x0 + (r + 1) * d, &state_[(r * n + s) * d]);
+    copy_to_streams(x0, rows, int(n), int(d), state_.data());
     ran_.assign(subs_.size(), false);
     rows_ = rows;
     net.observe_depth_state(0, state_.data(), int(n * d));
@@ -82,24 +82,20 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       }
       net.observe_depth_state(p + 1, state_.data(), int(n * d));
     }
-    readout_forward(net, features);
+    stream_readout_forward(net, readout_mode(), state_.data(), rows, int(n), features, final_norm_);
   }
 
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
     const int64_t rows = net.rows(), d = net.d(), n = n_;
     dstate_.resize(rows * n * d);
-    readout_backward(net, dfeatures);
+    stream_readout_backward(net, readout_mode(), dfeatures, rows, int(n), dstate_.data(),
+                            final_norm_);
     for (int p = net.n_layer() - 1; p >= 0; --p) {
       if (net.skipped(p)) continue;
       sublayer_backward(net, p, true);
       sublayer_backward(net, p, false);
     }
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < d; ++j) {
-        T sum = 0;
-        for (int s = 0; s < n; ++s) sum += dstate_[(r * n + s) * d + j];
-        dx0[r * d + j] = sum;
-      }
+    sum_streams(dstate_.data(), rows, int(n), int(d), dx0);
   }
 
   // Per token, the input weights a_k = α[:,0], maps M_k = A_kᵀ and output weights b_k = β of
@@ -117,25 +113,9 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   // LogitLens: a depth state (the n streams) read out as this design's own readout does.
   void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
                      T* features) override {
-    const int d = net.d();
-    DB_REQUIRE(width == n_ * d, "HC depth state must hold n·d values per token");
-    const int final_norm = net.layout().id("final_norm");
+    DB_REQUIRE(width == n_ * net.d(), "HC depth state must hold n·d values per token");
     NormCache<T> cache;
-    std::vector<T> buffer(size_t(rows) * n_ * d, T(0));
-    if (sum_then_norm_) {  // Σ_s H[s], then N_final
-      for (int64_t r = 0; r < rows; ++r)
-        for (int s = 0; s < n_; ++s)
-          for (int j = 0; j < d; ++j) buffer[r * d + j] += state[(r * n_ + s) * d + j];
-      net.rmsnorm_forward(final_norm, buffer.data(), features, cache, rows, d);
-      return;
-    }
-    net.rmsnorm_forward(final_norm, state, buffer.data(), cache, rows * n_, d);  // Σ_s N(H[s])
-    for (int64_t r = 0; r < rows; ++r)
-      for (int j = 0; j < d; ++j) {
-        T sum = 0;
-        for (int s = 0; s < n_; ++s) sum += buffer[(r * n_ + s) * d + j];
-        features[r * d + j] = sum;
-      }
+    stream_readout_forward(net, readout_mode(), state, rows, n_, features, cache);
   }
 
  private:
@@ -304,44 +284,8 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
     dstate_.swap(dH);
   }
 
-  void readout_forward(Backbone<T>& net, T* features) {
-    const int64_t rows = net.rows(), d = net.d(), n = n_;
-    const int final_norm = net.layout().id("final_norm");
-    if (sum_then_norm_) {
-      std::vector<T> sum(rows * d, T(0));
-      for (int64_t r = 0; r < rows; ++r)
-        for (int s = 0; s < n; ++s)
-          for (int64_t j = 0; j < d; ++j) sum[r * d + j] += state_[(r * n + s) * d + j];
-      net.rmsnorm_forward(final_norm, sum.data(), features, final_norm_, rows, int(d));
-    } else {
-      std::vector<T> normed(rows * n * d);
-      net.rmsnorm_forward(final_norm, state_.data(), normed.data(), final_norm_, rows * n, int(d));
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < d; ++j) {
-          T sum = 0;
-          for (int s = 0; s < n; ++s) sum += normed[(r * n + s) * d + j];
-          features[r * d + j] = sum;
-        }
-    }
-  }
-
-  void readout_backward(Backbone<T>& net, const T* dfeatures) {
-    const int64_t rows = net.rows(), d = net.d(), n = n_;
-    const int final_norm = net.layout().id("final_norm");
-    if (sum_then_norm_) {
-      std::vector<T> dsum(rows * d);
-      net.rmsnorm_backward(final_norm, dfeatures, dsum.data(), final_norm_, rows, int(d));
-      for (int64_t r = 0; r < rows; ++r)
-        for (int s = 0; s < n; ++s)
-          std::copy(&dsum[r * d], &dsum[(r + 1) * d], &dstate_[(r * n + s) * d]);
-    } else {
-      std::vector<T> dnormed(rows * n * d);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int s = 0; s < n; ++s)
-          std::copy(dfeatures + r * d, dfeatures + (r + 1) * d, &dnormed[(r * n + s) * d]);
-      net.rmsnorm_backward(final_norm, dnormed.data(), dstate_.data(), final_norm_, rows * n,
-                           int(d));
-    }
+  StreamReadout readout_mode() const {
+    return sum_then_norm_ ? StreamReadout::sum_then_norm : StreamReadout::norm_then_sum;
   }
 
   // Maps M_k = A_kᵀ (identity for skipped sublayers) and optionally a_k, b_k per token.

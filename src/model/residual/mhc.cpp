@@ -11,6 +11,7 @@
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/stream_mixing.hpp"
+#include "model/residual/stream_readout.hpp"
 #include "ops/cpu/gemm.hpp"
 #include "ops/cpu/sinkhorn.hpp"
 
@@ -77,8 +78,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
     rows_ = rows;
     state_.resize(rows * n * d);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s) std::copy(x0 + r * d, x0 + (r + 1) * d, &state_[(r * n + s) * d]);
+    copy_to_streams(x0, rows, int(n), int(d), state_.data());
     ran_.assign(subs_.size(), false);
     net.observe_depth_state(0, state_.data(), int(n * d));
     for (int p = 0; p < net.n_layer(); ++p) {
@@ -88,35 +88,21 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
       }
       net.observe_depth_state(p + 1, state_.data(), int(n * d));
     }
-    // Readout: mean of the streams, then the final norm.
-    mean_.assign(rows * d, T(0));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s)
-        for (int64_t j = 0; j < d; ++j) mean_[r * d + j] += state_[(r * n + s) * d + j] / T(n);
-    net.rmsnorm_forward(net.layout().id("final_norm"), mean_.data(), features, final_norm_, rows,
-                        int(d));
+    stream_readout_forward(net, StreamReadout::mean_then_norm, state_.data(), rows, int(n),
+                           features, final_norm_);
   }
 
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
     const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
-    std::vector<T> dmean(rows * d);
-    net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dmean.data(), final_norm_, rows,
-                         int(d));
     dstate_.resize(rows * n * d);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s)
-        for (int64_t j = 0; j < d; ++j) dstate_[(r * n + s) * d + j] = dmean[r * d + j] / T(n);
+    stream_readout_backward(net, StreamReadout::mean_then_norm, dfeatures, rows, int(n),
+                            dstate_.data(), final_norm_);
     for (int p = net.n_layer() - 1; p >= 0; --p) {
       if (net.skipped(p)) continue;
       sublayer_backward(net, p, true);
       sublayer_backward(net, p, false);
     }
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < d; ++j) {
-        T sum = 0;
-        for (int s = 0; s < n; ++s) sum += dstate_[(r * n + s) * d + j];
-        dx0[r * d + j] = sum;
-      }
+    sum_streams(dstate_.data(), rows, int(n), int(d), dx0);
   }
 
   // a_k = H_pre, M_k = H_res, b_k = H_post per token (stream_mixing.hpp); readout = mean.
@@ -131,13 +117,9 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
   // LogitLens: a depth state (the n streams) read out as the design does: mean, final norm.
   void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
                      T* features) override {
-    const int d = net.d(), n = int(width / d);
-    std::vector<T> mean(size_t(rows) * d, T(0));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s)
-        for (int j = 0; j < d; ++j) mean[r * d + j] += state[(r * n + s) * d + j] / T(n);
     NormCache<T> cache;
-    net.rmsnorm_forward(net.layout().id("final_norm"), mean.data(), features, cache, rows, d);
+    stream_readout_forward(net, StreamReadout::mean_then_norm, state, rows, width / net.d(),
+                           features, cache);
   }
 
  private:
@@ -332,7 +314,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
   std::vector<bool> ran_;
   int64_t rows_ = 0;
   NormCache<T> final_norm_;
-  std::vector<T> state_, dstate_, mean_;
+  std::vector<T> state_, dstate_;
 };
 
 }  // namespace
