@@ -33,7 +33,7 @@ if(NOT DEPTHBENCH_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     # Hopper (H100/H200) unless the user names targets: set before enable_language, which would
-    # otherwise pick nvcc's default (sm_75 with CUDA 13, no Hopper instructions; HOPPER.md).
+    # otherwise pick nvcc's default (sm_75 with CUDA 13: no Hopper instructions such as wgmma).
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()

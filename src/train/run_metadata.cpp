@@ -49,7 +49,7 @@ std::string iso_time_now() {
   return text;
 }
 
-void write_run_metadata(RunFile& f, const RunConfig& c, int ranks) {
+void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed) {
   const ModelConfig& m = c.model;
   const Recipe& r = c.recipe;
   const ParameterCounts counts = count_parameters(m);
@@ -98,7 +98,7 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks) {
       "flops_convention",
       std::string(
           "PaLM: 6N + 12*L*d*T (+ design extras), N = parameters without the input embedding"));
-  f.set_attribute("start_time", iso_time_now());
+  if (!resumed) f.set_attribute("start_time", iso_time_now());
   f.set_attribute("status_step", int64_t(-1));
   f.set_attribute("status_reason", std::string(""));
   f.set_attribute("config", c.to_ini());

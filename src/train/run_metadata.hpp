@@ -11,7 +11,7 @@ namespace db {
 // (threads, logging, output), so a resumed run can check its checkpoint belongs to it.
 std::string run_id(const RunConfig& config);
 std::string iso_time_now();
-// Writes every root attribute but the status ones.
-void write_run_metadata(RunFile& file, const RunConfig& config, int ranks);
+// Writes every root attribute but the status ones; a resumed run keeps its start_time.
+void write_run_metadata(RunFile& file, const RunConfig& config, int ranks, bool resumed = false);
 
 }  // namespace db

@@ -178,7 +178,7 @@ void TrainingRun::start_or_resume() {
     if (rank0()) file_.emplace(RunFile::create(paths_.run_file));
   }
   if (rank0()) {
-    write_run_metadata(*file_, config_, comm_.size());
+    write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0);
     file_->set_attribute("status", std::string("running"));
     file_->flush();
   }
@@ -388,6 +388,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
         } catch (const std::exception&) {  // e.g. an unknown design: the status still tells
         }
         file.set_attribute("status", std::string("failed"));
+        file.set_attribute("end_time", iso_time_now());
         file.set_attribute("status_reason", std::string(e.what()));
         file.set_attribute("status_step", int64_t(-1));
         file.publish();

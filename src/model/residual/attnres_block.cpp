@@ -38,7 +38,7 @@ class BlockAttnRes : public AttnResidual<T> {
 DesignInfo attnres_block_design() {
   return make_design_info<BlockAttnRes>(
       "attnres_block", "Block Attention Residuals: depth softmax over block sums",
-      {{"attnres_blocks", "8", "number of blocks; S = 2L / attnres_blocks sublayers each"},
+      {{"attnres_blocks", "8", "number of blocks; S = ceil(2L / attnres_blocks) sublayers each"},
        {"attnres_block_size", "",
         "explicit S (sublayers per block); empty = derived from attnres_blocks"}});
 }
