@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "app/commands.hpp"
 #include "app/sweep_options.hpp"
@@ -45,18 +44,6 @@ void diagnose_run(const std::string& run_file, const std::vector<std::string>& n
     if (group.rank() == 0)
       std::printf("[sweep] diagnostics of %s failed: %s\n", run_file.c_str(), e.what());
   }
-}
-
-// Cores of this node divided among all world ranks on it (train_run alone would divide by the
-// ranks of the run's group only and oversubscribe the node).
-int threads_per_rank(const Communicator& world) {
-  MPI_Comm local;
-  MPI_CHECK(MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL,
-                                &local));
-  int local_size = 1;
-  MPI_Comm_size(local, &local_size);
-  MPI_Comm_free(&local);
-  return std::max(1, int(std::max(1u, std::thread::hardware_concurrency())) / local_size);
 }
 
 // A run recorded `failed` is trained again when asked, or when it failed only because its
@@ -99,11 +86,14 @@ int run_sweep_command(int argc, char** argv) {
   const sweep::Suite suite = sweep::parse_suite_file(options.suite_file);
   const std::string out = options.out_dir.empty() ? "runs/" + suite.name : options.out_dir;
   std::vector<sweep::PlannedRun> runs = sweep::plan_suite(suite, out);
+  // Cores divided among all world ranks on the node: train_run alone would divide by the ranks
+  // of the run's group only and oversubscribe the node.
+  const int threads = world.threads_per_rank_on_node();
   for (sweep::PlannedRun& run : runs) {
     DB_REQUIRE(run.config.recipe.global_batch_sequences % G == 0,
                "train.global_batch (" + std::to_string(run.config.recipe.global_batch_sequences) +
                    ") is not a multiple of --ranks-per-run " + std::to_string(G));
-    if (run.config.threads == 0) run.config.threads = threads_per_rank(world);
+    if (run.config.threads == 0) run.config.threads = threads;
   }
   if (world.rank() == 0) {
     std::filesystem::create_directories(out);

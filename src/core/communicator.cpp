@@ -1,5 +1,8 @@
 #include "core/communicator.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include "core/error.hpp"
 
 namespace db {
@@ -69,6 +72,16 @@ void Communicator::broadcast(std::string& text, int root) const {
 
 void Communicator::barrier() const {
   MPI_CHECK(MPI_Barrier(comm_));
+}
+
+int Communicator::threads_per_rank_on_node() const {
+  MPI_Comm local;
+  MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  int local_size = 1;
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local_size);
 }
 
 }  // namespace db

@@ -36,6 +36,10 @@ class Communicator {
   void broadcast(std::string& text, int root) const;
   void barrier() const;
 
+  // CPU threads for each rank: this node's cores divided among this communicator's ranks on
+  // the node (collective).
+  int threads_per_rank_on_node() const;
+
  private:
   Communicator(MPI_Comm comm, bool owned);
   MPI_Comm comm_;

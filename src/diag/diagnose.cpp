@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "core/error.hpp"
 #include "diag/diagnostics.hpp"
@@ -50,17 +49,6 @@ LoadedRun load_run(const std::string& path) {
   return run;
 }
 
-int default_threads(const Communicator& comm) {
-  MPI_Comm local;
-  MPI_CHECK(
-      MPI_Comm_split_type(comm.handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &local));
-  int local_size = 1;
-  MPI_Comm_size(local, &local_size);
-  MPI_Comm_free(&local);
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local_size);
-}
-
 }  // namespace
 
 const std::vector<Diagnostic>& all_diagnostics() {
@@ -94,7 +82,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
       throw Error("unknown diagnostic '" + name + "' (valid: " + valid + ")");
     }
   }
-  cpu::set_cpu_threads(options.threads > 0 ? options.threads : default_threads(comm));
+  cpu::set_cpu_threads(options.threads > 0 ? options.threads : comm.threads_per_rank_on_node());
   const LoadedRun run = load_run(options.run_file);
 
   // The final weights, in layout order (doc/hdf5-schema.md "Files beside the run file").

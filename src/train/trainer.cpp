@@ -7,7 +7,6 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
-#include <thread>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -38,18 +37,6 @@ std::string format_duration(double seconds) {
   else
     std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
   return text;
-}
-
-// Threads per rank: the cores of this node divided among the ranks that share it.
-int default_threads(const Communicator& comm) {
-  MPI_Comm local;
-  MPI_CHECK(
-      MPI_Comm_split_type(comm.handle(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &local));
-  int local_size = 1;
-  MPI_Comm_size(local, &local_size);
-  MPI_Comm_free(&local);
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local_size);
 }
 
 // The mean loss of each validation window, computed data-parallel and summed to every rank.
@@ -360,7 +347,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
                   paths.run_file.c_str());
     return {"skipped", "run file exists", -1, 0, 0};
   }
-  cpu::set_cpu_threads(config.threads > 0 ? config.threads : default_threads(comm));
+  cpu::set_cpu_threads(config.threads > 0 ? config.threads : comm.threads_per_rank_on_node());
   const auto t0 = Clock::now();
   TrainResult result;
   try {
