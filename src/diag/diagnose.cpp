@@ -1,3 +1,4 @@
+#include "core/version.hpp"
 #include "diag/diagnose.hpp"
 
 #include <algorithm>
@@ -160,7 +161,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
       set.attributes["diagnostic"] = d.name;
       set.attributes["run_id"] = run.run_id;
       set.attributes["forward_passes"] = passes;
-      set.attributes["software_version"] = std::string(DEPTHBENCH_VERSION);
+      set.attributes["software_version"] = std::string(software_version());
       entry.datasets.push_back(set.name);
     }
     if (rank0) commit_diagnostics(options.run_file, sets);

@@ -1,3 +1,4 @@
+#include "core/version.hpp"
 #include "tokenizer/corpus.hpp"
 
 #include <fcntl.h>
@@ -140,7 +141,7 @@ void write_manifest(const CorpusOptions& options, const Tokenizer& tokenizer,
     << "val_fraction = " << options.val_fraction << "\n"
     << "ranks = " << ranks << "\n"
     << "input_files = " << files.size() << "\n"
-    << "software = depthbench " << DEPTHBENCH_VERSION << " (" << DEPTHBENCH_GIT_COMMIT << ")\n"
+    << "software = depthbench " << software_version() << " (" << git_commit() << ")\n"
     << "\n[counts]\n"
     << "documents = " << c.documents << "\n"
     << "documents_train = " << total.documents_train << "\n"

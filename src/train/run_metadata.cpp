@@ -1,3 +1,4 @@
+#include "core/version.hpp"
 #include "train/run_metadata.hpp"
 
 #include <cstdio>
@@ -91,8 +92,8 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed)
   f.set_attribute("backend", c.backend);
   f.set_attribute("device_name", cpu_model_name());
   f.set_attribute("ranks", int64_t(ranks));
-  f.set_attribute("software_version", std::string(DEPTHBENCH_VERSION));
-  f.set_attribute("git_commit", std::string(DEPTHBENCH_GIT_COMMIT));
+  f.set_attribute("software_version", std::string(software_version()));
+  f.set_attribute("git_commit", std::string(git_commit()));
   f.set_attribute("flops_per_token", flops_per_token(m, r.seq_len));
   f.set_attribute(
       "flops_convention",
