@@ -1,8 +1,8 @@
 add_test(NAME train.cli_training
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli_training.sh $<TARGET_FILE:depthbench> ${SYSTEM_PYTHON}
                  ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/cli_training)
-set_tests_properties(train.cli_training PROPERTIES LABELS train TIMEOUT 600)
+set_tests_properties(train.cli_training PROPERTIES LABELS "train;slow" TIMEOUT 600)
 add_test(NAME train.every_design_trains
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/every_design_trains.sh $<TARGET_FILE:depthbench> ${SYSTEM_PYTHON}
                  ${PROJECT_BINARY_DIR}/test-work/every_design_trains)
-set_tests_properties(train.every_design_trains PROPERTIES LABELS train TIMEOUT 1200)
+set_tests_properties(train.every_design_trains PROPERTIES LABELS "train;slow" TIMEOUT 1200)
