@@ -40,7 +40,7 @@ FINAL_VAL_LOSS_CI_HIGH = "val_loss_ci_high"
 FINAL_BEST_VAL_LOSS = "best_val_loss"
 FINAL_BEST_STEP = "best_step"
 
-# /diagnostics datasets (names provisional until doc/diagnostics.md lands; keep them here).
+# /diagnostics datasets, as src/diag writes them (doc/diagnostics.md); keep every name here.
 DIAG_ANGULAR_DISTANCE = "angular_distance"      # (L+1)x(L+1), NaN below the diagonal
 DIAG_CAUSAL_SCORE = "causal_score"              # LxL, NaN where l <= s
 DIAG_PERMUTATION_SCORE = "permutation_score"    # LxL, pairs i < j
