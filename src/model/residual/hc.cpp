@@ -290,29 +290,17 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
 
   // Maps M_k = A_kᵀ (identity for skipped sublayers) and optionally a_k, b_k per token.
   StreamMixing collect(int64_t rows, std::vector<double>* in, std::vector<double>* out) const {
-    const int n = n_, n1 = n_ + 1, K = int(subs_.size());
-    StreamMixing m;
-    m.n = n;
-    m.sublayers = K;
-    m.tokens = rows;
-    m.maps.assign(size_t(K) * rows * n * n, 0.0);
-    if (in) in->assign(size_t(K) * rows * n, 0.0);
-    if (out) out->assign(size_t(K) * rows * n, 0.0);
-    for (int k = 0; k < K; ++k)
-      for (int64_t t = 0; t < rows; ++t) {
-        double* map = &m.maps[(k * rows + t) * n * n];
-        if (!ran_[k]) {
-          for (int i = 0; i < n; ++i) map[i * n + i] = 1.0;
-          continue;
-        }
-        const Sublayer& c = subs_[k];
-        for (int s = 0; s < n; ++s) {
-          for (int j = 0; j < n; ++j) map[j * n + s] = c.alpha[(t * n + s) * n1 + 1 + j];
-          if (in) (*in)[(k * rows + t) * n + s] = c.alpha[(t * n + s) * n1];
-          if (out) (*out)[(k * rows + t) * n + s] = c.beta[t * n + s];
-        }
-      }
-    return m;
+    const int n = n_, n1 = n_ + 1;
+    return gather_stream_maps(n, int(subs_.size()), rows, ran_, in, out,
+                              [&](int k, int64_t t, double* map, double* a, double* b) {
+                                const Sublayer& c = subs_[k];
+                                for (int s = 0; s < n; ++s) {
+                                  const T* alpha = &c.alpha[(t * n + s) * n1];
+                                  for (int j = 0; j < n; ++j) map[j * n + s] = alpha[1 + j];
+                                  if (a) a[s] = alpha[0];
+                                  if (b) b[s] = c.beta[t * n + s];
+                                }
+                              });
   }
 
   int n_;

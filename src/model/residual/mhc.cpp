@@ -283,30 +283,16 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
 
   // Maps M_k = H_res,k (identity for skipped sublayers); optionally a_k = H_pre, b_k = H_post.
   StreamMixing collect(std::vector<double>* in, std::vector<double>* out) const {
-    const int n = opt_.n, nn = n * n, K = int(subs_.size());
-    const int64_t rows = rows_;
-    StreamMixing mix;
-    mix.n = n;
-    mix.sublayers = K;
-    mix.tokens = rows;
-    mix.maps.assign(size_t(K) * rows * nn, 0.0);
-    if (in) in->assign(size_t(K) * rows * n, 0.0);
-    if (out) out->assign(size_t(K) * rows * n, 0.0);
-    for (int k = 0; k < K; ++k)
-      for (int64_t t = 0; t < rows; ++t) {
-        double* map = &mix.maps[(k * rows + t) * nn];
-        if (!ran_[k]) {
-          for (int i = 0; i < n; ++i) map[i * n + i] = 1.0;
-          continue;
-        }
-        const Sublayer& c = subs_[k];
-        for (int e = 0; e < nn; ++e) map[e] = c.res[t * nn + e];
-        for (int s = 0; s < n; ++s) {
-          if (in) (*in)[(k * rows + t) * n + s] = c.pre[t * n + s];
-          if (out) (*out)[(k * rows + t) * n + s] = c.post[t * n + s];
-        }
-      }
-    return mix;
+    const int n = opt_.n, nn = n * n;
+    return gather_stream_maps(n, int(subs_.size()), rows_, ran_, in, out,
+                              [&](int k, int64_t t, double* map, double* a, double* b) {
+                                const Sublayer& c = subs_[k];
+                                for (int e = 0; e < nn; ++e) map[e] = c.res[t * nn + e];
+                                for (int s = 0; s < n; ++s) {
+                                  if (a) a[s] = c.pre[t * n + s];
+                                  if (b) b[s] = c.post[t * n + s];
+                                }
+                              });
   }
 
   MhcOptions opt_;

@@ -33,6 +33,32 @@ class StreamMixingSource {
   virtual StreamMixing stream_mixing() const = 0;
 };
 
+// The stream maps of the last forward of K sublayers over `rows` tokens: the identity where a
+// sublayer did not run, else fill(k, t, map, a, b) writes M_k (n×n), a_k and b_k (n each) of
+// token t. in/out (optional) receive a_k and b_k as [K, rows, n]; a and b are null without them.
+template <class Fill>
+StreamMixing gather_stream_maps(int n, int K, int64_t rows, const std::vector<bool>& ran,
+                                std::vector<double>* in, std::vector<double>* out, Fill fill) {
+  StreamMixing m;
+  m.n = n;
+  m.sublayers = K;
+  m.tokens = rows;
+  m.maps.assign(size_t(K) * rows * n * n, 0.0);
+  if (in) in->assign(size_t(K) * rows * n, 0.0);
+  if (out) out->assign(size_t(K) * rows * n, 0.0);
+  for (int k = 0; k < K; ++k)
+    for (int64_t t = 0; t < rows; ++t) {
+      double* map = &m.maps[(k * rows + t) * n * n];
+      if (!ran[k]) {
+        for (int i = 0; i < n; ++i) map[i * n + i] = 1.0;
+        continue;
+      }
+      fill(k, t, map, in ? &(*in)[(k * rows + t) * n] : nullptr,
+           out ? &(*out)[(k * rows + t) * n] : nullptr);
+    }
+  return m;
+}
+
 // The composed map M_j ⋯ M_i (i ≤ j) of token t, n×n row-major.
 inline std::vector<double> composed_stream_map(const StreamMixing& s, int i, int j, int64_t t) {
   const int n = s.n;
