@@ -1,6 +1,6 @@
 // Hugging Face tokenizer.json (the format of GPT-NeoX-20B and OLMo): only the parts a byte-level
-// BPE needs are read; anything that would change the encoding and is not implemented is rejected
-// with a message instead of being silently ignored.
+// BPE needs are read; a setting outside that scope that would change the encoding (another
+// model type, pre-tokenizer or normalizer) is rejected with a message, never silently ignored.
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
 #include "tokenizer/json.hpp"
