@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import tables
 from .loading import NoRunFilesError
 from .report import analyze, build_report
+
+
+def output_directory_problem(out: Path) -> str:
+    """Why `out` cannot hold a report, checked before any work ('' when it can)."""
+    if out.exists() and not out.is_dir():
+        return "exists and is not a directory; name a new or existing directory"
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"{parent} is not a directory"
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     rank.add_argument("runs_dir")
     args = parser.parse_args(argv)
 
+    if args.command == "report":
+        problem = output_directory_problem(Path(args.out))
+        if problem:
+            print(f"postprocess: --out {args.out}: {problem}", file=sys.stderr)
+            return 2
     try:
         if args.command == "rank":
             analysis = analyze(args.runs_dir)
@@ -35,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
             analysis = report.analysis
     except NoRunFilesError as error:
         print(f"postprocess: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # the output cannot be written (permissions, a full disk, ...)
+        print(f"postprocess: cannot write the report under {args.out}: "
+              f"{error.strerror or error}" + (f": {error.filename}" if error.filename else ""),
+              file=sys.stderr)
         return 2
 
     for panel in analysis.panels:

@@ -46,6 +46,7 @@ class Run:
     curves: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
     in_progress_file: bool = False  # a `.h5.tmp` file
+    ignored: list[str] = field(default_factory=list)  # datasets left out, each with the reason
 
     # Identity and shape -------------------------------------------------------------------
     @property
@@ -218,21 +219,35 @@ def read_run(path: str | os.PathLike) -> Run | RejectedFile:
                 if in_progress:
                     problem = f"a .h5.tmp file (in progress or killed); {problem}"
                 return RejectedFile(path, problem)
+            ignored: list[str] = []
             final = _attributes(f[names.FINAL_GROUP].attrs) if names.FINAL_GROUP in f else {}
             curves = {}
-            if names.CURVES_GROUP in f:
-                for key, ds in f[names.CURVES_GROUP].items():
-                    if isinstance(ds, h5py.Dataset):
-                        curves[key] = np.asarray(ds[()])
+            for key, ds in _datasets(f, names.CURVES_GROUP, ignored):
+                values = np.asarray(ds[()])
+                if values.ndim == 1 and np.issubdtype(values.dtype, np.number):
+                    curves[key] = values
+                else:
+                    ignored.append(f"/{names.CURVES_GROUP}/{key}: not a 1-D numeric series")
             diagnostics = {}
-            if names.DIAGNOSTICS_GROUP in f:
-                for key, ds in f[names.DIAGNOSTICS_GROUP].items():
-                    if isinstance(ds, h5py.Dataset):
-                        diagnostics[key] = Diagnostic(_dataset_array(ds), _attributes(ds.attrs))
-    except (OSError, KeyError, ValueError) as error:
+            for key, ds in _datasets(f, names.DIAGNOSTICS_GROUP, ignored):
+                diagnostics[key] = Diagnostic(_dataset_array(ds), _attributes(ds.attrs))
+    except Exception as error:  # noqa: BLE001 - any failure rejects this one file, never the report
         what = "a .h5.tmp file (in progress or killed) that" if in_progress else "file"
-        return RejectedFile(path, f"{what} cannot be read as HDF5: {error}")
-    return Run(path, attrs, final, curves, diagnostics, in_progress_file=in_progress)
+        detail = " ".join(str(error).split()) or type(error).__name__
+        return RejectedFile(path, f"{what} cannot be read as a run file: {detail}")
+    return Run(path, attrs, final, curves, diagnostics, in_progress_file=in_progress,
+               ignored=ignored)
+
+
+def _datasets(f: h5py.File, group: str, ignored: list[str]):
+    """(name, dataset) pairs of a group; a missing group is simply empty, a malformed one is
+    noted in `ignored` (the run's final loss may still be good)."""
+    if group not in f:
+        return []
+    if not isinstance(f[group], h5py.Group):
+        ignored.append(f"/{group}: not a group")
+        return []
+    return [(k, ds) for k, ds in f[group].items() if isinstance(ds, h5py.Dataset)]
 
 
 def _schema_problem(attrs: dict) -> str:
@@ -249,8 +264,32 @@ def _schema_problem(attrs: dict) -> str:
     missing = [a for a in names.REQUIRED_ROOT_ATTRIBUTES if a not in attrs]
     if missing:
         return "missing root attribute(s): " + ", ".join(missing)
+    problem = _value_problem(attrs)
+    if problem:
+        return problem
     if attrs["status"] not in names.KNOWN_STATUSES:
         return f"unknown status {attrs['status']!r}"
+    return ""
+
+
+def _value_problem(attrs: dict) -> str:
+    """Why an attribute the rankings compute with cannot be used, else ''. Checked here so
+    that one malformed file is rejected instead of failing the whole report later."""
+    for key in names.TEXT_ROOT_ATTRIBUTES:
+        if not isinstance(attrs[key], str) or not attrs[key]:
+            return f"root attribute {key} = {attrs[key]!r} is not a non-empty string"
+    for key in names.COUNT_ROOT_ATTRIBUTES:
+        if key not in attrs and key not in names.REQUIRED_ROOT_ATTRIBUTES:
+            continue
+        value = attrs[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value != int(value) or value <= 0:
+            return f"root attribute {key} = {value!r} is not a positive integer"
+    for key in names.POSITIVE_REAL_ROOT_ATTRIBUTES:
+        value = attrs[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value <= 0:
+            return f"root attribute {key} = {value!r} is not a finite positive number"
     return ""
 
 

@@ -11,6 +11,11 @@ REQUIRED_ROOT_ATTRIBUTES = (
     "params_total", "learning_rate", "status",
 )
 
+# Required attributes by kind: checked on load so a malformed value rejects its file.
+TEXT_ROOT_ATTRIBUTES = ("run_name", "suite", "arch", "status")
+COUNT_ROOT_ATTRIBUTES = ("d_model", "n_layer", "params_total", "params_backbone")
+POSITIVE_REAL_ROOT_ATTRIBUTES = ("aspect_ratio", "learning_rate")
+
 # Run status values (root attribute `status`).
 STATUS_RUNNING = "running"
 STATUS_COMPLETED = "completed"

@@ -444,11 +444,14 @@ def run_status_table(runset: RunSet) -> Table:
     counts = runset.outcome_counts()
     summary = ", ".join(f"{n} {o}" for o, n in counts.items()) + f", {len(runset.rejected)} " \
         "rejected file(s)"
+    notes = [f"All files: {summary}. Diverged, failed and incomplete runs are listed here and "
+             "excluded from best-lr selection; rejected files are not runs this postprocess "
+             "can read."]
+    for r in sorted(runset.runs, key=lambda r: str(r.path)):
+        for what in r.ignored:
+            notes.append(f"{_relative(r.path, runset.directory)}: left out {what}.")
     return Table("run_status", "Runs not counted in the rankings", ["file", "suite", "design",
-                 "L", "d", "lr", "outcome", "reason"], rows,
-                 [f"All files: {summary}. Diverged, failed and incomplete runs are listed "
-                  "here and excluded from best-lr selection; rejected files are not runs this "
-                  "postprocess can read."])
+                 "L", "d", "lr", "outcome", "reason"], rows, notes)
 
 
 def _relative(path: Path, root: Path) -> str:
