@@ -233,8 +233,9 @@ def read_run(path: str | os.PathLike) -> Run | RejectedFile:
                 diagnostics[key] = Diagnostic(_dataset_array(ds), _attributes(ds.attrs))
     except Exception as error:  # noqa: BLE001 - any failure rejects this one file, never the report
         what = "a .h5.tmp file (in progress or killed) that" if in_progress else "file"
+        as_what = "HDF5" if isinstance(error, OSError) else "a run file"
         detail = " ".join(str(error).split()) or type(error).__name__
-        return RejectedFile(path, f"{what} cannot be read as a run file: {detail}")
+        return RejectedFile(path, f"{what} cannot be read as {as_what}: {detail}")
     return Run(path, attrs, final, curves, diagnostics, in_progress_file=in_progress,
                ignored=ignored)
 

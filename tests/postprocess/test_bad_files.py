@@ -52,8 +52,8 @@ BAD_FILES = {
                    "root attribute arch"),
     "no_suite": (lambda p: _edit(p, lambda f: f.attrs.__delitem__("suite")),
                  "missing root attribute(s): suite"),
-    "truncated": (_truncate, "cannot be read as a run file"),
-    "zero_bytes": (lambda p: p.write_bytes(b""), "cannot be read as a run file"),
+    "truncated": (_truncate, "cannot be read as HDF5"),
+    "zero_bytes": (lambda p: p.write_bytes(b""), "cannot be read as HDF5"),
 }
 
 
