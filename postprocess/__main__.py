@@ -60,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
 
     for panel in analysis.panels:
         print(tables.ranking_table(panel).to_markdown())
+    if args.command == "report":
+        # The cross-scale summary and the findings: what a reader of the paper asks first.
+        for section in report.sections:
+            if section.title in ("Depth trends across scales", "Findings"):
+                print("\n".join(t.to_markdown() for t in section.tables))
+                print("\n".join(section.text))
     runset = analysis.runset
     skipped = len(runset.runs) - len(runset.completed()) + len(runset.rejected)
     if skipped:

@@ -3,7 +3,6 @@ gives None, never an error. Definitions: spec/diagnostics.md; names: names.py.""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -34,7 +33,7 @@ def _attr_float(attrs: dict, key: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _matrix_share(run: Run, dataset: str, attribute: str, threshold: float) -> float | None:
+def matrix_share(run: Run, dataset: str, attribute: str, threshold: float) -> float | None:
     d = run.diagnostic(dataset)
     if d is None:
         return None
@@ -43,12 +42,12 @@ def _matrix_share(run: Run, dataset: str, attribute: str, threshold: float) -> f
 
 
 def causal_late_share(run: Run) -> float | None:
-    return _matrix_share(run, names.DIAG_CAUSAL_SCORE, names.ATTR_CAUSAL_LATE_SHARE,
+    return matrix_share(run, names.DIAG_CAUSAL_SCORE, names.ATTR_CAUSAL_LATE_SHARE,
                          names.CAUSAL_THRESHOLD)
 
 
 def permutation_late_share(run: Run) -> float | None:
-    return _matrix_share(run, names.DIAG_PERMUTATION_SCORE, names.ATTR_PERMUTATION_LATE_SHARE,
+    return matrix_share(run, names.DIAG_PERMUTATION_SCORE, names.ATTR_PERMUTATION_LATE_SHARE,
                          names.PERMUTATION_THRESHOLD)
 
 
@@ -112,32 +111,18 @@ def domain_nll(run: Run, task: str) -> tuple[float, tuple[float, float] | None] 
     return nll, (None if low is None or high is None else (low, high))
 
 
-@dataclass
-class DiagnosticSummary:
-    causal_late_share: float | None = None
-    permutation_late_share: float | None = None
-    pruning_max_delta: float | None = None
-    pruning_max_layer: int | None = None
-    logitlens_monotone: bool | None = None
-    logitlens_increases: int | None = None
-    effective_rank_mean: float | None = None
-    dead_segment_layers: int | None = None
-
-    @property
-    def has_any(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
-
-
-def summarize(run: Run) -> DiagnosticSummary:
-    s = DiagnosticSummary(causal_late_share(run), permutation_late_share(run))
-    pruning = vector(run, names.DIAG_PRUNING_LOSS_DELTA)
-    if pruning is not None and np.isfinite(pruning).any():
-        layer = int(np.nanargmax(pruning))
-        s.pruning_max_delta, s.pruning_max_layer = float(pruning[layer]), layer
-    kl = vector(run, names.DIAG_LOGITLENS_KL)
-    if kl is not None and kl.size >= 2:
-        increases = int(np.sum(np.diff(kl) > 0))
-        s.logitlens_monotone, s.logitlens_increases = increases == 0, increases
-    s.effective_rank_mean = effective_rank_mean(run)
-    s.dead_segment_layers = dead_segment_layers(run)
-    return s
+def interval_arrays(run: Run, dataset: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The dataset's 95% bootstrap bounds (`<name>_ci_low`, `<name>_ci_high`, same shape as
+    the dataset), or None when the file has none."""
+    low = run.diagnostic(dataset + names.DIAG_CI_LOW_SUFFIX)
+    high = run.diagnostic(dataset + names.DIAG_CI_HIGH_SUFFIX)
+    main = run.diagnostic(dataset)
+    if low is None or high is None or main is None:
+        return None
+    try:
+        low, high = np.asarray(low.data, dtype=float), np.asarray(high.data, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if low.shape != high.shape or low.shape != np.shape(main.data):
+        return None
+    return low, high

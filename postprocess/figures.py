@@ -3,6 +3,7 @@ so importing this package never changes the backend of a user's own session."""
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,27 @@ def _save(fig: Figure, directory: Path, name: str, title: str, pdf: bool) -> Fig
     return FigureFile(name, title, png, pdf_path)
 
 
+# Average glyph width of the default sans-serif font, as a fraction of the font size: enough
+# to wrap titles so that they stay inside the figure without measuring them.
+_GLYPH_WIDTH = 0.6
+
+
+def wrap_to_width(text: str, width_inches: float, fontsize: float) -> str:
+    """Break `text` into lines no wider than `width_inches` at `fontsize` points."""
+    chars = max(16, int(width_inches * 72 / (_GLYPH_WIDTH * fontsize)))
+    return "\n".join(textwrap.fill(part, chars) for part in text.split("\n"))
+
+
+def fit_suptitle(fig: Figure, text: str, fontsize: float = 9) -> None:
+    """A figure title wrapped to the figure's width (a long one-line title would be cut off
+    at both ends of a narrow figure)."""
+    fig.suptitle(wrap_to_width(text, 0.92 * fig.get_figwidth(), fontsize), fontsize=fontsize)
+
+
+def fit_title(ax, text: str, width_inches: float, fontsize: float = 8) -> None:
+    ax.set_title(wrap_to_width(text, 0.9 * width_inches, fontsize), fontsize=fontsize)
+
+
 NICE_ASPECT_RATIO_TICKS = (2, 3, 5, 7, 10, 15, 20, 30, 40, 50, 75, 100, 150, 200, 300)
 
 
@@ -84,12 +106,22 @@ def _aspect_ratio_axis(ax, ratios, tick_ratios=None):
 
 def loss_vs_aspect_ratio(panels: list[Panel], released: list[ReleasedModel], directory: Path,
                          pdf: bool = True) -> FigureFile | None:
+    fig = loss_vs_aspect_ratio_figure(panels, released)
+    if fig is None:
+        return None
+    return _save(fig, directory, "loss_vs_aspect_ratio", "Validation loss against aspect ratio",
+                 pdf)
+
+
+def loss_vs_aspect_ratio_figure(panels: list[Panel],
+                                released: list[ReleasedModel]) -> Figure | None:
     """Validation loss at the best learning rate against d/L, one panel per suite and scale,
     with the d/L of released Pre-LN models marked along the top."""
     panels = [p for p in panels if any(p.trend(a).cells for a in p.designs)]
     if not panels:
         return None
-    fig, axes = _new_figure(len(panels), panel_size=(5.0, 3.8))
+    panel_size = (5.0, 3.8)
+    fig, axes = _new_figure(len(panels), panel_size=panel_size)
     for ax, panel in zip(axes, panels):
         ratios = []
         for arch in panel.designs:
@@ -124,13 +156,12 @@ def loss_vs_aspect_ratio(panels: list[Panel], released: list[ReleasedModel], dir
             from matplotlib.ticker import NullLocator
             top.xaxis.set_minor_locator(NullLocator())
         ax.set_ylabel("validation loss (best lr)")
-        ax.set_title(panel.title, fontsize=9)
+        fit_title(ax, panel.title, panel_size[0], fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
-    fig.suptitle("Validation loss against aspect ratio (★ optimum per design; shaded: swept "
-                 "range; dotted: released Pre-LN models)", fontsize=9)
-    return _save(fig, directory, "loss_vs_aspect_ratio", "Validation loss against aspect ratio",
-                 pdf)
+    fit_suptitle(fig, "Validation loss against aspect ratio (★ optimum per design; shaded: "
+                      "swept range; dotted: released Pre-LN models)")
+    return fig
 
 
 def aspect_ratio_landscape(panels: list[Panel], released: list[ReleasedModel],
@@ -182,8 +213,8 @@ def aspect_ratio_landscape(panels: list[Panel], released: list[ReleasedModel],
     ax.grid(alpha=0.3, which="both")
     if seen:
         ax.legend(fontsize=6, ncol=2, loc="lower left")
-    ax.set_title("Shapes: released Pre-LN models (grey squares, public configs) and the swept "
-                 "ranges (bars)", fontsize=9)
+    fit_title(ax, "Shapes: released Pre-LN models (grey squares, public configs) and the swept "
+                  "ranges (bars)", 7.5, fontsize=9)
     return _save(fig, directory, "aspect_ratio_landscape", "Released models and swept shapes",
                  pdf)
 
@@ -196,51 +227,100 @@ def _tail_median(values: np.ndarray | None) -> float | None:
     return float(np.median(tail)) if tail.size else None
 
 
-def throughput(run: Run) -> tuple[float | None, float | None]:
-    """(tokens per second, MFU): medians over the last half of the logged steps."""
-    return (_tail_median(run.curve(names.CURVE_TOKENS_PER_SECOND)),
-            _tail_median(run.curve(names.CURVE_MFU)))
+@dataclass(frozen=True)
+class Throughput:
+    tokens_per_second: float
+    gflops_per_second: float | None        # tokens/s x the run's flops_per_token
+    fraction_of_gemm_peak: float | None    # when the file records a measured GEMM peak
+    mfu: float | None                      # None when absent or zero (the CPU backend)
+
+
+def _positive_attr(run: Run, key: str) -> float | None:
+    try:
+        value = float(run.attrs.get(key))
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def throughput(run: Run) -> Throughput | None:
+    """Medians over the last half of the logged steps; None without a tokens/s curve."""
+    tps = _tail_median(run.curve(names.CURVE_TOKENS_PER_SECOND))
+    if tps is None:
+        return None
+    flops = _positive_attr(run, names.ATTR_FLOPS_PER_TOKEN)
+    gflops = None if flops is None else tps * flops / 1e9
+    peak = _positive_attr(run, names.ATTR_GEMM_PEAK_GFLOPS)
+    fraction = None if gflops is None or peak is None else gflops / peak
+    mfu = _tail_median(run.curve(names.CURVE_MFU))
+    return Throughput(tps, gflops, fraction, mfu if mfu else None)
+
+
+# (panel label, Throughput field, scale factor) in drawing order; a quantity no run has is
+# not drawn, so the CPU backend gets no panel of zero MFU.
+THROUGHPUT_QUANTITIES = (("tokens / s (median)", "tokens_per_second", 1.0),
+                         ("GFLOP/s (median)", "gflops_per_second", 1.0),
+                         ("% of measured GEMM peak", "fraction_of_gemm_peak", 100.0),
+                         ("MFU (%)", "mfu", 100.0))
+
+
+def _throughput_points(panel: Panel) -> dict[str, list[tuple[float, Throughput]]]:
+    """Per design: (d/L, throughput) of each shape, from the best run (else any run)."""
+    points = {}
+    for arch in panel.designs:
+        for s in panel.shapes:
+            cell = panel.cell(arch, s)
+            if cell is None:
+                continue
+            candidates = ([cell.best] if cell.best else []) + cell.runs
+            measured = next((t for t in map(throughput, candidates) if t is not None), None)
+            if measured is not None:
+                points.setdefault(arch, []).append((cell.aspect_ratio, measured))
+    return points
 
 
 def throughput_vs_shape(panels: list[Panel], directory: Path,
                         pdf: bool = True) -> FigureFile | None:
-    """Tokens/s and MFU against d/L per design: the systems cost of depth."""
-    panels = [p for p in panels if any(throughput(r)[0] is not None for r in p.runs())]
-    if not panels:
+    fig = throughput_vs_shape_figure(panels)
+    if fig is None:
         return None
-    fig, axes = _new_figure(2 * len(panels), panel_size=(4.6, 3.3), max_cols=2)
-    for k, panel in enumerate(panels):
-        ax_tps, ax_mfu = axes[2 * k], axes[2 * k + 1]
-        ratios = []
-        for arch in panel.designs:
-            points = []
-            for s in panel.shapes:
-                cell = panel.cell(arch, s)
-                if cell is None:
-                    continue
-                run = cell.best or next((r for r in cell.runs
-                                         if throughput(r)[0] is not None), None)
-                if run is None:
-                    continue
-                tps, mfu = throughput(run)
-                if tps is not None:
-                    points.append((cell.aspect_ratio, tps, mfu))
-            if not points:
-                continue
-            x = [p[0] for p in points]
-            ratios += x
-            kw = dict(marker="o", ms=4, lw=1.2, color=design_color(arch),
-                      label=names.design_title(arch))
-            ax_tps.plot(x, [p[1] for p in points], **kw)
-            ax_mfu.plot(x, [np.nan if p[2] is None else 100 * p[2] for p in points], **kw)
-        for ax, label in ((ax_tps, "tokens / s (median)"), (ax_mfu, "MFU (%)")):
+    return _save(fig, directory, "throughput_vs_shape", "Throughput against shape", pdf)
+
+
+def throughput_vs_shape_figure(panels: list[Panel]) -> Figure | None:
+    """Tokens/s, GFLOP/s (and the fraction of a measured GEMM peak or MFU where recorded)
+    against d/L per design: the systems cost of depth. One row per suite."""
+    data = [(p, _throughput_points(p)) for p in panels]
+    data = [(p, pts) for p, pts in data if pts]
+    if not data:
+        return None
+    quantities = [q for q in THROUGHPUT_QUANTITIES
+                  if any(getattr(t, q[1]) is not None
+                         for _, pts in data for series in pts.values() for _, t in series)]
+    panel_size = (4.6, 3.3)
+    cols = len(quantities)
+    fig = Figure(figsize=(panel_size[0] * cols, panel_size[1] * len(data)), layout="constrained")
+    FigureCanvasAgg(fig)
+    for row, (panel, pts) in enumerate(data):
+        for col, (label, field_name, factor) in enumerate(quantities):
+            ax = fig.add_subplot(len(data), cols, row * cols + col + 1)
+            ratios = []
+            for arch, series in pts.items():
+                x = [r for r, _ in series]
+                ratios += x
+                y = [np.nan if getattr(t, field_name) is None else factor * getattr(t, field_name)
+                     for _, t in series]
+                ax.plot(x, y, marker="o", ms=4, lw=1.2, color=design_color(arch),
+                        label=names.design_title(arch))
             _aspect_ratio_axis(ax, ratios)
             ax.set_ylabel(label)
-            ax.set_title(panel.title, fontsize=9)
+            fit_title(ax, panel.title, panel_size[0], fontsize=9)
             ax.grid(alpha=0.3)
-        ax_tps.legend(fontsize=6, ncol=2)
-    fig.suptitle("Training throughput against shape (MFU is 0 on the CPU backend)", fontsize=9)
-    return _save(fig, directory, "throughput_vs_shape", "Throughput and MFU against shape", pdf)
+            if col == 0:
+                ax.legend(fontsize=6, ncol=2)
+    fit_suptitle(fig, "Training throughput against shape (medians over the last half of the "
+                      "logged steps; GFLOP/s = tokens/s x the run's FLOPs per token)")
+    return fig
 
 
 def _runs_with(runs: list[Run], dataset: str, as_matrix: bool) -> list[Run]:
@@ -264,11 +344,11 @@ def matrix_heatmaps(runs: list[Run], dataset: str, title: str, xlabel: str, ylab
             image = ax.imshow(m, origin="upper", cmap=cmap, vmin=vmin, vmax=vmax,
                               interpolation="nearest", aspect="auto")
             fig.colorbar(image, ax=ax, shrink=0.8)
-            ax.set_title(f"{run.suite}: {run.label()}", fontsize=7)
+            fit_title(ax, f"{run.suite}: {run.label()}", 3.6, fontsize=7)
             ax.set_xlabel(xlabel, fontsize=7)
             ax.set_ylabel(ylabel, fontsize=7)
             ax.tick_params(labelsize=6)
-        fig.suptitle(title, fontsize=9)
+        fit_suptitle(fig, title)
         name = dataset if part == 0 else f"{dataset}_{part + 1}"
         out.append(_save(fig, directory, name, title, pdf))
     return out
@@ -291,10 +371,10 @@ def depth_curves(runs: list[Run], dataset: str, title: str, ylabel: str, directo
                     label=run.label(), alpha=0.9)
         ax.set_xlabel("relative depth l / L")
         ax.set_ylabel(ylabel)
-        ax.set_title(names.suite_title(suite), fontsize=9)
+        fit_title(ax, names.suite_title(suite), 5.0, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=5, ncol=1)
-    fig.suptitle(title, fontsize=9)
+    fit_suptitle(fig, title)
     return _save(fig, directory, dataset, title, pdf)
 
 

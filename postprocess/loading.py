@@ -47,6 +47,7 @@ class Run:
     diagnostics: dict = field(default_factory=dict)
     in_progress_file: bool = False  # a `.h5.tmp` file
     ignored: list[str] = field(default_factory=list)  # datasets left out, each with the reason
+    val_window_losses: np.ndarray | None = None  # final loss of each validation window, if stored
 
     # Identity and shape -------------------------------------------------------------------
     @property
@@ -221,6 +222,16 @@ def read_run(path: str | os.PathLike) -> Run | RejectedFile:
                 return RejectedFile(path, problem)
             ignored: list[str] = []
             final = _attributes(f[names.FINAL_GROUP].attrs) if names.FINAL_GROUP in f else {}
+            window_losses = None
+            for key, ds in _datasets(f, names.FINAL_GROUP, ignored):
+                if key != names.FINAL_VAL_WINDOW_LOSSES:
+                    continue
+                values = np.asarray(ds[()])
+                if values.ndim == 1 and np.issubdtype(values.dtype, np.number) \
+                        and np.isfinite(values).all():
+                    window_losses = values.astype(float)
+                else:
+                    ignored.append(f"/{names.FINAL_GROUP}/{key}: not a 1-D finite numeric array")
             curves = {}
             for key, ds in _datasets(f, names.CURVES_GROUP, ignored):
                 values = np.asarray(ds[()])
@@ -237,7 +248,7 @@ def read_run(path: str | os.PathLike) -> Run | RejectedFile:
         detail = " ".join(str(error).split()) or type(error).__name__
         return RejectedFile(path, f"{what} cannot be read as {as_what}: {detail}")
     return Run(path, attrs, final, curves, diagnostics, in_progress_file=in_progress,
-               ignored=ignored)
+               ignored=ignored, val_window_losses=window_losses)
 
 
 def _datasets(f: h5py.File, group: str, ignored: list[str]):

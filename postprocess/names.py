@@ -16,6 +16,11 @@ TEXT_ROOT_ATTRIBUTES = ("run_name", "suite", "arch", "status")
 COUNT_ROOT_ATTRIBUTES = ("d_model", "n_layer", "params_total", "params_backbone")
 POSITIVE_REAL_ROOT_ATTRIBUTES = ("aspect_ratio", "learning_rate")
 
+# Root attributes for throughput: FLOPs per token (always written) and, optionally, a measured
+# GEMM peak of the machine in GFLOP/s (not written by depthbench yet; drawn when present).
+ATTR_FLOPS_PER_TOKEN = "flops_per_token"
+ATTR_GEMM_PEAK_GFLOPS = "gemm_peak_gflops"
+
 # Run status values (root attribute `status`).
 STATUS_RUNNING = "running"
 STATUS_COMPLETED = "completed"
@@ -44,6 +49,9 @@ FINAL_VAL_LOSS_CI_LOW = "val_loss_ci_low"
 FINAL_VAL_LOSS_CI_HIGH = "val_loss_ci_high"
 FINAL_BEST_VAL_LOSS = "best_val_loss"
 FINAL_BEST_STEP = "best_step"
+# Optional dataset under /final: the final loss of each validation window, in window order.
+# depthbench does not write it yet; when present, depth trends resample windows jointly.
+FINAL_VAL_WINDOW_LOSSES = "val_window_losses"
 
 # /diagnostics datasets, as src/diag writes them (doc/diagnostics.md); keep every name here.
 DIAG_ANGULAR_DISTANCE = "angular_distance"      # (L+1)x(L+1), NaN below the diagonal
@@ -55,6 +63,10 @@ DIAG_PATH_WEIGHTS = "path_weights"              # sources x sublayers
 DIAG_EFFECTIVE_RANK = "effective_rank"          # attribute EFFECTIVE_RANK_MEAN
 DIAG_DEAD_SEGMENT = "dead_segment"              # attribute DEAD_SEGMENT_LAYERS
 DIAG_DOMAIN_NLL_PREFIX = "domain_nll_"          # domain_nll_<task>, attributes below
+
+# Per-layer statistics carry their 95% bootstrap bounds as sibling datasets of the same shape.
+DIAG_CI_LOW_SUFFIX = "_ci_low"
+DIAG_CI_HIGH_SUFFIX = "_ci_high"
 
 ATTR_CAUSAL_LATE_SHARE = "late_share_above_0.45"
 ATTR_PERMUTATION_LATE_SHARE = "late_share_above_0.15"

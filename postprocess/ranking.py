@@ -229,6 +229,11 @@ class Panel:
             entries.append(RankedEntry(i + 1, c.arch, c.val_loss, c.interval, after, leader))
         return entries
 
+    def unranked_cells(self, arch: str) -> list[Cell]:
+        """The design's shapes that were run but have no completed candidate."""
+        return [self.cells[(arch, s)] for s in self.shapes
+                if (arch, s) in self.cells and self.cells[(arch, s)].best is None]
+
     def unranked_at(self, shape: tuple[int, int]) -> list[Cell]:
         return [self.cells[(a, shape)] for a in self.designs
                 if (a, shape) in self.cells and self.cells[(a, shape)].best is None]

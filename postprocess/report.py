@@ -15,7 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import figures as figs
-from . import names, tables
+from . import findings, names, tables
+from .cross_scale import cross_scale_table
+from .diagnostics_summary import diagnostics_summary_table
+from .isobackbone import isobackbone_figure, isobackbone_table
 from .loading import OUTCOMES, RunSet, load_runs
 from .ranking import Panel, build_panels
 from .released import RELEASED_MODELS_CSV, load_released_models
@@ -85,9 +88,25 @@ def suite_sections(analysis: Analysis) -> list[Section]:
             section.tables += [tables.ranking_table(p), tables.benchmark_table(p),
                                tables.trend_table(p), tables.shape_ranking_table(p),
                                tables.shapes_table(p)]
+            if suite == names.SUITE_ISO_BACKBONE:
+                section.tables.append(isobackbone_table(p))
             section.tables += tables.domain_nll_tables(p)
+        diagnostics = diagnostics_summary_table(suite, analysis.runset.runs)
+        if diagnostics is not None:
+            section.tables.append(diagnostics)
         sections.append(section)
     return sections
+
+
+def findings_section(analysis: Analysis) -> Section:
+    results = findings.check_all(analysis.panels)
+    return Section("Findings", [findings.findings_table(results)],
+                   [f"- {line}" for line in findings.untested_summary(results)] + [""])
+
+
+def cross_scale_section(analysis: Analysis) -> Section | None:
+    table = cross_scale_table(analysis.panels)
+    return None if table is None else Section("Depth trends across scales", [table])
 
 
 def build_report(runs_dir: str | os.PathLike, out_dir: str | os.PathLike, pdf: bool = True,
@@ -98,10 +117,9 @@ def build_report(runs_dir: str | os.PathLike, out_dir: str | os.PathLike, pdf: b
     out.mkdir(parents=True, exist_ok=True)
     runset = analysis.runset
 
-    sections = suite_sections(analysis)
-    diag_table = tables.diagnostics_table(runset.runs)
-    if diag_table.rows:
-        sections.append(Section("Layer diagnostics", [diag_table]))
+    sections = [findings_section(analysis)]
+    cross = cross_scale_section(analysis)
+    sections += ([cross] if cross else []) + suite_sections(analysis)
     status = tables.run_status_table(runset)
     sections.append(Section("Runs not counted", [status]))
     for t in (t for s in sections for t in s.tables):
@@ -110,6 +128,9 @@ def build_report(runs_dir: str | os.PathLike, out_dir: str | os.PathLike, pdf: b
     released = load_released_models(released_models_csv)
     figure_files = figs.all_figures(analysis.panels, runset.runs, released, out / "figures",
                                     pdf)
+    for panel in analysis.panels_of(names.SUITE_ISO_BACKBONE):
+        figure = isobackbone_figure(panel, out / "figures", pdf)
+        figure_files += [figure] if figure else []
     report = Report(out, out / "report.md", out / "index.html", analysis, sections,
                     figure_files)
     report.report_md.write_text(render_markdown(report), encoding="utf-8")
@@ -183,6 +204,9 @@ def render_html(report: Report) -> str:
                + "<a href=\"#figures\">Figures</a></nav>")
     for i, section in enumerate(report.sections):
         out.append(f"<h2 id=\"s{i}\">{html.escape(section.title)}</h2>")
+        items = [line[2:] for line in section.text if line.startswith("- ")]
+        if items:
+            out.append("<ul>" + "".join(f"<li>{_inline(t)}</li>" for t in items) + "</ul>")
         for t in section.tables:
             out.append(t.to_html())
             out.append(f"<p><small>Files: <a href=\"tables/{t.name}.md\">md</a> "

@@ -17,6 +17,7 @@ import numpy as np
 from . import diagnostics as diag
 from . import names
 from .loading import (OUTCOME_COMPLETED, Run, RunSet, format_lr, format_params)
+from .depth_trend import depth_trend
 from .ranking import Panel, scale_value
 
 LOSS_DIGITS = 4
@@ -273,19 +274,26 @@ def trend_table(panel: Panel) -> Table:
     rows = []
     for arch in panel.designs:
         t = panel.trend(arch)
+        stats = depth_trend(panel, arch)
         opt = t.optimal
-        rows.append([names.design_title(arch), len(t.cells), t.direction,
-                     Value(t.slope_per_log_aspect_ratio, digits=5),
+        rows.append([names.design_title(arch), len(t.cells), t.direction, stats.verdict,
+                     Value(stats.slope, stats.slope_interval, digits=5),
                      Value(None if opt is None else opt.aspect_ratio, digits=2),
                      None if opt is None else f"L{opt.n_layer} d{opt.d_model}",
-                     t.spread_vs_noise])
-    notes = ["slope: least-squares slope of validation loss against ln(d/L); positive means "
-             "wide shapes lose more (depth helps), negative means depth hurts.",
-             "trend: loss along shallow-wide -> deep-narrow; 'best vs worst' compares the "
-             "intervals of the best and the worst shape. " + _noise_note()]
+                     t.spread_vs_noise, "; ".join(stats.not_ranked_notes()) or None])
+    notes = ["slope: least-squares slope of validation loss against ln(d/L) with its 95% "
+             "bootstrap interval; positive means wide shapes lose more (depth helps), negative "
+             "means depth hurts.",
+             "pattern: the losses as measured, shallow-wide -> deep-narrow. verdict: the same "
+             "question answered only where the bootstrap supports it: 'non-monotonic' when an "
+             "interior shape beats (or trails) both ends beyond noise, else from the slope's "
+             "interval (above 0, below 0, or inside +-0.005 for 'flat'); 'inconclusive' "
+             "otherwise.",
+             "best vs worst compares the intervals of the best and the worst shape. "
+             + _noise_note()]
     return Table(f"trend_{panel.key}", f"Depth trend per design: {panel.title}",
-                 ["design", "shapes", "trend", "slope dloss/dln(d/L)", "optimal d/L",
-                  "optimal shape", "best vs worst"], rows, notes)
+                 ["design", "shapes", "pattern", "verdict", "slope dloss/dln(d/L)",
+                  "optimal d/L", "optimal shape", "best vs worst", "not ranked"], rows, notes)
 
 
 def shape_ranking_table(panel: Panel) -> Table:
@@ -398,35 +406,6 @@ def domain_nll_tables(panel: Panel) -> list[Table]:
                             ["Teacher-forced NLL per target token with its 95% document-"
                              "bootstrap interval; @lr is the run's learning rate."]))
     return tables
-
-
-DIAGNOSTIC_COLUMNS = ["suite", "design", "L", "d", "d/L", "lr", "causal late share >0.45",
-                      "permutation late share >0.15", "max pruning loss delta",
-                      "layer of max pruning delta", "LogitLens KL monotone",
-                      "LogitLens KL increases", "mean effective rank", "dead segment layers"]
-
-
-def diagnostics_table(runs: list[Run]) -> Table:
-    rows = []
-    for r in sorted(runs, key=lambda r: (r.suite, names.design_sort_key(r.arch), -r.aspect_ratio,
-                                         r.learning_rate)):
-        summary = diag.summarize(r)
-        if not summary.has_any:
-            continue
-        rows.append([r.suite, names.design_title(r.arch), r.n_layer, r.d_model,
-                     Value(r.aspect_ratio, digits=2), format_lr(r.learning_rate),
-                     Value(summary.causal_late_share, digits=3),
-                     Value(summary.permutation_late_share, digits=3),
-                     Value(summary.pruning_max_delta, digits=4), summary.pruning_max_layer,
-                     summary.logitlens_monotone, summary.logitlens_increases,
-                     Value(summary.effective_rank_mean, digits=3), summary.dead_segment_layers])
-    notes = ["Shares: fraction of pairs in the last three quarters (first index >= floor(L/4)) "
-             "above the paper's thresholds (the file's attribute when present, else computed "
-             "from the matrix). Pruning: loss increase when one block is skipped (0-based "
-             "layer). LogitLens: KL(p_final || p_l) should fall with depth; 'increases' counts "
-             "steps where it rises. — : diagnostic absent from the file."]
-    return Table("diagnostics_summary", "Diagnostics summary (runs with diagnostics)",
-                 DIAGNOSTIC_COLUMNS, rows, notes)
 
 
 def run_status_table(runset: RunSet) -> Table:

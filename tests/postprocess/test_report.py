@@ -64,7 +64,8 @@ def test_report_writes_every_table_in_three_formats_and_every_figure(command):
     _, out = command
     for name in ("ranking_main400m", "benchmark_main400m", "trend_main400m",
                  "ranking_by_shape_main400m", "shapes_main400m", "benchmark_demo",
-                 "domain_nll_gsm8k_main400m", "diagnostics_summary", "run_status"):
+                 "domain_nll_gsm8k_main400m", "diagnostics_summary_main400m", "run_status",
+                 "findings", "cross_scale"):
         for suffix in ("md", "csv", "tex"):
             assert (out / "tables" / f"{name}.{suffix}").stat().st_size > 0, (name, suffix)
     for name in ("loss_vs_aspect_ratio", "aspect_ratio_landscape", "throughput_vs_shape",

@@ -1,7 +1,6 @@
 """Tables: the numbers in CSV, Markdown and LaTeX match values computed independently here."""
 import csv
 import io
-import math
 
 import numpy as np
 import pytest
@@ -125,51 +124,6 @@ def test_domain_nll_table_reads_the_best_lr_run(tmp_path):
     assert float(row[column]) == 1.25
     assert float(row[column + " ci_low"]) == pytest.approx(1.15)
     assert float(row[column + " lr"]) == 2e-3
-
-
-def _late_share(matrix, threshold):
-    n, hits, total = len(matrix), 0, 0
-    for i in range(n // 4, n):
-        for j in range(i + 1, n):
-            if math.isfinite(matrix[i][j]):
-                total += 1
-                hits += matrix[i][j] > threshold
-    return hits / total
-
-
-def test_diagnostics_summary_matches_independent_values(tmp_path):
-    L = 8
-    d = mk.synthetic_diagnostics(L, seed=4)
-    d["logitlens_kl"] = (np.array([5.0, 4.0, 4.5, 3.0, 2.0, 2.5, 1.0, 0.5, 0.0]), {})
-    d["causal_score"] = (d["causal_score"][0], {})  # no stored share: computed from the matrix
-    mk.write_run(tmp_path, suite="main400m", arch="hc", n_layer=L, d_model=256,
-                 learning_rate=2e-3, val_loss=3.0, diagnostics=d)
-    # A second run with only one diagnostic: the others are simply absent.
-    mk.write_run(tmp_path, suite="main400m", arch="pre_ln", n_layer=L, d_model=256,
-                 learning_rate=2e-3, val_loss=3.1,
-                 diagnostics={"dead_segment": (np.int64(5), {"layers": np.int64(5)})})
-    table = tables.diagnostics_table(load_runs(tmp_path).runs)
-    rows = {r["design"]: r for r in _rows(table)}
-    hc = rows["HC"]
-    assert float(hc["causal late share >0.45"]) == pytest.approx(
-        _late_share(d["causal_score"][0], 0.45))
-    assert float(hc["permutation late share >0.15"]) == pytest.approx(
-        _late_share(d["permutation_score"][0], 0.15))
-    pruning = d["pruning_loss_delta"][0]
-    assert float(hc["max pruning loss delta"]) == pytest.approx(pruning.max())
-    assert int(hc["layer of max pruning delta"]) == int(np.argmax(pruning))
-    assert hc["LogitLens KL monotone"] == "false" and hc["LogitLens KL increases"] == "2"
-    assert float(hc["mean effective rank"]) == pytest.approx(1.55)
-    assert hc["dead segment layers"] == "2"
-    pre = rows["Pre-LN"]
-    assert pre["dead segment layers"] == "5" and pre["causal late share >0.45"] == ""
-
-
-def test_stored_share_attribute_takes_precedence(tmp_path):
-    mk.write_run(tmp_path, suite="s", arch="hc", n_layer=8, d_model=256, learning_rate=2e-3,
-                 val_loss=3.0, diagnostics=mk.synthetic_diagnostics(8))
-    row = _rows(tables.diagnostics_table(load_runs(tmp_path).runs))[0]
-    assert float(row["causal late share >0.45"]) == 0.25
 
 
 def test_latex_escapes_and_markdown_escapes_pipes():
