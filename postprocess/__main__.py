@@ -1,8 +1,9 @@
-"""Command line: `python3 -m postprocess report RUNS_DIR --out REPORT_DIR`.
+"""Command line: `python3 -m postprocess report RUNS_DIR --out REPORT_DIR`, `rank RUNS_DIR`,
+`compare DIR_A DIR_B [--out DIR]`.
 
-Prints the ranking table of each suite to stdout and, last, the path of report.md.
-Exit status: 0 report written; 1 report written but no completed run to rank;
-2 usage error or no run file at all.
+`report` prints the ranking table of each suite, the cross-scale table and the findings, and
+last the path of report.md. Exit status: 0 done; 1 report written but no completed run to rank;
+2 usage error, an output that cannot be written, or no run file at all.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 from . import tables
+from .compare import compare_table
 from .loading import NoRunFilesError
 from .report import analyze, build_report
 
@@ -25,6 +27,27 @@ def output_directory_problem(out: Path) -> str:
     return ""
 
 
+def compare_command(args) -> int:
+    if args.out:
+        problem = output_directory_problem(Path(args.out))
+        if problem:
+            print(f"postprocess: --out {args.out}: {problem}", file=sys.stderr)
+            return 2
+    try:
+        table = compare_table(args.dir_a, args.dir_b)
+        if args.out:
+            table.write(Path(args.out))
+    except NoRunFilesError as error:
+        print(f"postprocess: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"postprocess: cannot write under {args.out}: {error.strerror or error}",
+              file=sys.stderr)
+        return 2
+    print(table.to_markdown())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m postprocess",
                                      description="DepthBench postprocess: rankings, tables, "
@@ -36,7 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--no-pdf", action="store_true", help="write PNG figures only")
     rank = sub.add_parser("rank", help="print the ranking tables only (writes nothing)")
     rank.add_argument("runs_dir")
+    comp = sub.add_parser("compare", help="two run directories side by side, per design and "
+                                          "shape, with differences beyond noise")
+    comp.add_argument("dir_a")
+    comp.add_argument("dir_b")
+    comp.add_argument("--out", help="also write compare.{md,csv,tex} into this directory")
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        return compare_command(args)
 
     if args.command == "report":
         problem = output_directory_problem(Path(args.out))

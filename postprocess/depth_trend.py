@@ -62,13 +62,18 @@ class DepthTrend:
             return text
         text = self.verdict
         if self.slope is not None:
-            text += f" {self.slope:+.4f}"
+            text += f" {_signed(self.slope)}"
             if self.slope_interval is not None:
                 low, high = self.slope_interval
-                text += f" [{low:+.4f}, {high:+.4f}]"
+                text += f" [{_signed(low)}, {_signed(high)}]"
         if self.not_ranked:
             text += "; " + "; ".join(self.not_ranked_notes())
         return text
+
+
+def _signed(x: float) -> str:
+    """+0.0123; a value that rounds to zero prints as +0.0000, never -0.0000."""
+    return f"{round(x, 4) + 0.0:+.4f}"
 
 
 def depth_trend(panel: Panel, arch: str, resamples: int = RESAMPLES,

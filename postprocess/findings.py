@@ -53,7 +53,7 @@ class PaperFinding:
     def title(self) -> str:
         scale = f" {self.scale.replace(';', ', ')}" if self.scale else ""
         return f"{names.design_title(self.arch)}, {self.suite}{scale}: " \
-               f"{self.quantity.replace('_', ' ')}"
+               f"{self.quantity.replace('_', ' ')}"  # diagnostics are named by their key
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,8 @@ def _missing(f: PaperFinding, panels: list[Panel]) -> str:
         return "suite not in this directory: " + ", ".join(f"`{a}`" for a in absent)
     if f.kind == "diagnostic":
         return "no run with this diagnostic"
+    if not any(f.arch in p.designs for p in panels if p.suite == f.suite):
+        return "design not in the suite's runs"
     return "the design has no finished run there"
 
 
@@ -127,21 +129,25 @@ def _loss_change(f: PaperFinding, panels):
 
 
 def _trend(f: PaperFinding, panels):
-    verdicts = []
+    """Every scale the finding names that was run must show the paper's verdict; scales not run
+    are listed in our text (all of them missing: not run)."""
+    verdicts, absent = [], []
     for scale in f.scale.split(";") if f.scale else [""]:
         panel = _panel(panels, f.suite, scale)
-        if panel is not None and f.arch in panel.designs:
-            t = depth_trend(panel, f.arch)
-            if t.verdict != NO_RESULT:
-                verdicts.append((scale, t))
+        t = None if panel is None or f.arch not in panel.designs else depth_trend(panel, f.arch)
+        if t is None or t.verdict == NO_RESULT:
+            absent.append(scale)
+        else:
+            verdicts.append((scale, t))
     if not verdicts:
         return "—", NOT_RUN
     ours = "; ".join((f"{s}: " if s else "") + t.summary() for s, t in verdicts)
+    if absent:
+        ours += f"; {', '.join(absent)}: not run"
     if any(t.verdict != f.paper_value and t.verdict not in (INCONCLUSIVE, NO_INTERVAL_VERDICT)
            for _, t in verdicts):
         return ours, DIFFER
-    if all(t.verdict == f.paper_value for _, t in verdicts) and \
-            len(verdicts) == len(f.scale.split(";") if f.scale else [""]):
+    if all(t.verdict == f.paper_value for _, t in verdicts):
         return ours, AGREE
     return ours, UNDECIDED
 

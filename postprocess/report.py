@@ -100,8 +100,9 @@ def suite_sections(analysis: Analysis) -> list[Section]:
 
 def findings_section(analysis: Analysis) -> Section:
     results = findings.check_all(analysis.panels)
-    return Section("Findings", [findings.findings_table(results)],
-                   [f"- {line}" for line in findings.untested_summary(results)] + [""])
+    lines = findings.untested_summary(results)
+    text = [lines[0]] + [f"- {line}" for line in lines[1:]] + [""]
+    return Section("Findings", [findings.findings_table(results)], text)
 
 
 def cross_scale_section(analysis: Analysis) -> Section | None:
@@ -204,6 +205,8 @@ def render_html(report: Report) -> str:
                + "<a href=\"#figures\">Figures</a></nav>")
     for i, section in enumerate(report.sections):
         out.append(f"<h2 id=\"s{i}\">{html.escape(section.title)}</h2>")
+        out += [f"<p>{_inline(t)}</p>" for t in section.text
+                if t.strip() and not t.startswith("- ")]
         items = [line[2:] for line in section.text if line.startswith("- ")]
         if items:
             out.append("<ul>" + "".join(f"<li>{_inline(t)}</li>" for t in items) + "</ul>")

@@ -38,7 +38,8 @@ def write_run(directory, *, suite: str, arch: str, n_layer: int, d_model: int,
               params_total: int | None = None, params_backbone: int | None = None,
               vocab: int = VOCAB, steps: int = 20, tokens_per_second: float = 1.0e5,
               mfu: float = 0.0, diagnostics: dict | None = None, extra_attrs: dict | None = None,
-              omit_attrs=(), file_name: str | None = None, in_progress: bool = False) -> Path:
+              omit_attrs=(), file_name: str | None = None, in_progress: bool = False,
+              window_losses=None) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     name = file_name or run_name(suite, arch, n_layer, d_model, learning_rate)
@@ -107,6 +108,8 @@ def write_run(directory, *, suite: str, arch: str, n_layer: int, d_model: int,
         final.attrs["best_val_loss"] = np.float64(final_loss)
         final.attrs["best_step"] = np.int64(n)
         final.attrs["train_windows_consumed"] = np.int64(n * 512)
+        if window_losses is not None:  # optional: per-window final losses (names.py)
+            final.create_dataset("val_window_losses", data=np.asarray(window_losses, float))
         group = f.create_group("diagnostics")
         for key, (data, data_attrs) in (diagnostics or {}).items():
             ds = group.create_dataset(key, data=data)
