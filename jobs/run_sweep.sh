@@ -4,29 +4,72 @@
 # forwarded to mpirun, which passes it to every rank: each running run writes a checkpoint and
 # stops; the sweep exits 75 and the job asks to be requeued (the next job resumes).
 # usage: run_sweep.sh SUITE.ini OUT_DIR RANKS RANKS_PER_RUN [REQUEUE_COMMAND]
+# Exit status: 0 done or requeued, 75 stopped with nothing to requeue with, otherwise the failing
+# sweep's status (a permanent error: a bad suite file, a missing binary; never requeued).
+# Environment: DEPTHBENCH, MPIRUN (default mpirun), REQUEUE_COMMAND (overrides the fifth
+# argument; tests inject a fake), RELAUNCH_DELAY_S (default 60).
 set -uo pipefail
-suite=$1 out=$2 ranks=$3 ranks_per_run=$4 requeue=${5:-}
+suite=$1 out=$2 ranks=$3 ranks_per_run=$4
+requeue=${REQUEUE_COMMAND:-${5:-}}
 depthbench=${DEPTHBENCH:-depthbench}
 mpirun_cmd=${MPIRUN:-mpirun}
+relaunch_delay_s=${RELAUNCH_DELAY_S:-60}
+# Under PBS, hand mpirun the node file: Debian's Open MPI has no PBS (TM) support to find it.
+hostfile=()
+[ -n "${PBS_NODEFILE:-}" ] && hostfile=(--hostfile "$PBS_NODEFILE")
+
 stopping=0
 child=0
 forward() { stopping=1; [ "$child" -gt 0 ] && kill -USR1 "$child" 2>/dev/null; }
 trap forward USR1 TERM
-for attempt in 1 2 3 4 5; do
-  $mpirun_cmd -np "$ranks" "$depthbench" sweep "$suite" --ranks-per-run "$ranks_per_run" --out "$out" --quiet &
+
+# run_and_wait CMD...: starts CMD and waits for it; a trapped signal interrupts `wait`, so
+# the loop waits again until CMD has really exited. Sets rc to CMD's exit status.
+run_and_wait() {
+  "$@" &
   child=$!
+  # A signal between `&` and `child=$!` found no child to forward to: forward it now.
+  [ "$stopping" -eq 1 ] && kill -USR1 "$child" 2>/dev/null
   wait "$child"; rc=$?
-  while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done  # wait returns early on a trapped signal
+  while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
   child=0
-  [ "$rc" -eq 0 ] && { echo "sweep complete: every run has a final run file"; exit 0; }
+}
+
+requeue_and_exit() {
+  if [ -z "$requeue" ]; then
+    echo "no requeue command: run this script again to resume"
+    exit 75
+  fi
+  echo "requeueing: $requeue"
+  $requeue || { echo "requeue failed (status $?): resubmit the job by hand to resume" >&2; exit 1; }
+  exit 0
+}
+
+for attempt in 1 2 3 4 5; do
+  # A signal during the relaunch sleep (or before the first launch) means stop, not start again.
   if [ "$stopping" -eq 1 ]; then
-    echo "stopped by a signal (checkpoints written); requeueing"
-    [ -n "$requeue" ] && $requeue
+    echo "stop signal received between sweeps"
+    requeue_and_exit
+  fi
+  run_and_wait $mpirun_cmd -np "$ranks" "${hostfile[@]}" "$depthbench" sweep "$suite" \
+    --ranks-per-run "$ranks_per_run" --out "$out" --quiet
+  if [ "$rc" -eq 0 ]; then
+    echo "sweep complete: every run has a final run file"
     exit 0
   fi
-  # 75: runs held by another sweep or interrupted; other codes: a crash. Both resume on relaunch.
-  echo "sweep exited $rc (attempt $attempt); relaunching in 60 s"
-  sleep 60
+  if [ "$stopping" -eq 1 ]; then
+    echo "stopped by a signal (checkpoints written)"
+    requeue_and_exit
+  fi
+  if [ "$rc" -ne 75 ]; then
+    # 1 is depthbench's permanent error; 127 a missing binary; anything else a crash that a
+    # relaunch would most likely repeat. Requeueing would hold the allocation for ever.
+    echo "sweep failed with status $rc: not relaunching, not requeueing" >&2
+    exit "$rc"
+  fi
+  # 75 without a signal: some runs are held by another sweep on the same directory; wait.
+  echo "sweep exited 75 (attempt $attempt): runs unfinished; relaunching in $relaunch_delay_s s"
+  # In the background so that the trap runs as soon as a signal arrives, not after the sleep.
+  run_and_wait sleep "$relaunch_delay_s"
 done
-[ -n "$requeue" ] && $requeue
-exit 1
+requeue_and_exit
