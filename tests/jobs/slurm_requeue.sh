@@ -1,0 +1,179 @@
+#!/bin/bash
+# jobs/slurm/demo.sbatch on a real one-node Slurm cluster (Debian's slurmctld, slurmd and munge,
+# state in a temporary directory), as a fresh checkout submits it, on a tiny suite:
+# - a permanent error (no depthbench binary) fails the job at once, without a requeue;
+# - a stop signal mid-sweep (scancel --signal=USR1 --batch: what --signal=B:USR1@120 sends)
+#   checkpoints every run, the job requeues itself, resumes and completes, and the curves match an
+#   uninterrupted sweep bit for bit.
+# Root only: it installs the packages when missing and runs the daemons. Under a minute once the
+# packages are there.
+# usage: slurm_requeue.sh DEPTHBENCH PYTHON SOURCE_DIR WORK_DIR
+set -euo pipefail
+DEPTHBENCH=$(realpath "$1")  # the jobs run in another directory
+PYTHON=$2
+SOURCE_DIR=$3
+WORK=$4
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root: installs Slurm from Debian's packages and runs its daemons"
+ls /usr/share/games/fortunes/fortunes >/dev/null 2>&1 || skip "no fortunes corpus"
+"$PYTHON" -c "import h5py" 2>/dev/null || skip "h5py missing for $PYTHON"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+# wait_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds or SECONDS have passed.
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do [ "$SECONDS" -lt "$deadline" ] || return 1; sleep 0.2; done
+}
+
+have_slurm() {
+  local tool
+  for tool in slurmctld slurmd sbatch scontrol munged; do command -v "$tool" >/dev/null || return 1; done
+}
+if ! have_slurm; then
+  echo "installing slurmctld slurmd slurm-client munge"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get -o DPkg::Lock::Timeout=120 update &&
+    apt-get -o DPkg::Lock::Timeout=120 install -y --no-install-recommends \
+      slurmctld slurmd slurm-client munge; } >"$WORK/apt.log" 2>&1 ||
+    { tail -5 "$WORK/apt.log"; skip "could not install Slurm (log above)"; }
+  have_slurm || skip "Slurm's tools missing after the install"
+fi
+
+# The cluster: state, sockets and logs in a temporary directory (short: munge's socket path must
+# fit in 108 bytes), ports away from a system Slurm's 6817/6818.
+CLUSTER=$(mktemp -d /tmp/depthbench-slurm.XXXXXX)
+chmod 755 "$CLUSTER"  # munged wants its socket's directory open to all
+daemons=()
+teardown() {
+  # Jobs first: their slurmstepd and ranks outlive slurmd. Then the daemons, always.
+  if [ ${#daemons[@]} -ge 2 ]; then
+    scancel --full $(squeue -h -o %i 2>/dev/null) 2>/dev/null || true
+    wait_for 10 no_jobs_left || true
+  fi
+  kill "${daemons[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  cp "$CLUSTER"/*.log "$WORK/" 2>/dev/null || true  # kept for a failure's post-mortem
+  rm -rf "$CLUSTER"
+}
+trap teardown EXIT
+no_jobs_left() { [ -z "$(squeue -h 2>/dev/null)" ]; }
+host=$(hostname -s)
+dd if=/dev/urandom of="$CLUSTER/munge.key" bs=1024 count=1 status=none
+chmod 600 "$CLUSTER/munge.key"
+mkdir -p "$CLUSTER/state" "$CLUSTER/spool"
+# cred_expire: Slurm holds a requeued job cred_expire + 1 s before it may start (default 120 s);
+# sched_interval: how often pending jobs are looked at (default 60 s). Both cut for a quick test.
+cat >"$CLUSTER/slurm.conf" <<EOF
+ClusterName=depthbench-test
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=16817
+SlurmdPort=16818
+SlurmUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$CLUSTER/munge.sock,cred_expire=10
+SchedulerParameters=sched_interval=1
+StateSaveLocation=$CLUSTER/state
+SlurmdSpoolDir=$CLUSTER/spool
+SlurmctldPidFile=$CLUSTER/slurmctld.pid
+SlurmdPidFile=$CLUSTER/slurmd.pid
+SlurmctldLogFile=$CLUSTER/slurmctld.log
+SlurmdLogFile=$CLUSTER/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+MinJobAge=600
+KillWait=5
+NodeName=$host NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
+EOF
+export SLURM_CONF=$CLUSTER/slurm.conf
+munged -F --socket="$CLUSTER/munge.sock" --key-file="$CLUSTER/munge.key" \
+  --pid-file="$CLUSTER/munged.pid" --log-file="$CLUSTER/munged.log" --seed-file="$CLUSTER/munged.seed" \
+  >"$CLUSTER/munged.out.log" 2>&1 &
+daemons+=($!)
+wait_for 10 [ -S "$CLUSTER/munge.sock" ] || { cat "$CLUSTER/munged.log"; fail "munged did not start"; }
+slurmctld -D >"$CLUSTER/slurmctld.out.log" 2>&1 &
+daemons+=($!)
+slurmd -D >"$CLUSTER/slurmd.out.log" 2>&1 &
+daemons+=($!)
+node_idle() { [ "$(timeout 5 sinfo -h -o %T 2>/dev/null)" = idle ]; }
+wait_for 30 node_idle || { tail "$CLUSTER"/*.log; fail "the node did not come up"; }
+echo "cluster up: $(sinfo -h -o '%P %D %T %c')"
+
+# The submit directory: what a fresh checkout has under jobs/, and input/demo.ini replaced by a
+# tiny suite (two runs, one per rank, a few seconds each) on data made here.
+TREE=$WORK/checkout
+mkdir -p "$TREE/input"
+(cd "$SOURCE_DIR" && git ls-files -z jobs | xargs -0 cp --parents -t "$TREE")
+"$DEPTHBENCH" tokenize --tokenizer bytes --format fortunes --input /usr/share/games/fortunes/fortunes \
+  --val-fraction 0.05 --out "$WORK/data" >/dev/null
+sed -e "s#@DATA@#$WORK/data#" -e 's/^name = tiny/name = demo/' -e 's/^designs = .*/designs = pre_ln/' \
+  -e 's/^pre_ln = .*/pre_ln = 3e-3/' -e 's/^train.steps = .*/train.steps = 240/' \
+  -e 's/^train.checkpoint_interval = .*/train.checkpoint_interval = 20/' \
+  "$SOURCE_DIR/tests/sweep/tiny_suite.ini.in" >"$TREE/input/demo.ini"
+cd "$TREE"
+# Root's jobs: Open MPI refuses root unless told. The job inherits this environment (sbatch).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 DEPTHBENCH
+
+# job_field JOB FIELD: one field of `scontrol show job`.
+job_field() { scontrol show job "$1" | grep -o "\b$2=[^ ]*" | head -1 | cut -d= -f2; }
+job_state_is() { [ "$(job_field "$1" JobState)" = "$2" ]; }
+has_checkpoint() { compgen -G "runs/demo/*.ckpt" >/dev/null; }
+job_over() { [[ ! "$(job_field "$1" JobState)" =~ ^(PENDING|RUNNING)$ ]]; }
+checkpoint_or_over() { has_checkpoint || job_over "$1"; }
+restarted() { [ "$(job_field "$1" Restarts)" = 1 ]; }
+job_log() { echo "jobs/logs/db-demo-$1.out"; }
+show_job() { scontrol show job "$1" | grep -E 'JobState|Restarts|ExitCode'; cat "$(job_log "$1")" 2>/dev/null; }
+
+start=$SECONDS
+echo "-- a permanent error: no depthbench where DEPTHBENCH points"
+broken=$(DEPTHBENCH=$WORK/no/such/depthbench sbatch --parsable jobs/slurm/demo.sbatch)
+wait_for 60 job_state_is "$broken" FAILED || { show_job "$broken"; fail "job $broken did not fail"; }
+[ "$(job_field "$broken" Restarts)" = 0 ] || { show_job "$broken"; fail "job $broken was requeued"; }
+grep -q "not relaunching, not requeueing" "$(job_log "$broken")" || fail "no log in $(job_log "$broken")"
+echo "job $broken: FAILED, exit code $(job_field "$broken" ExitCode), not requeued"
+
+echo "-- stop signal mid-sweep, requeue, resume"
+job=$(sbatch --parsable jobs/slurm/demo.sbatch)
+wait_for 120 checkpoint_or_over "$job" && has_checkpoint || { show_job "$job"; fail "no checkpoint appeared"; }
+scancel --signal=USR1 --batch "$job"
+wait_for 60 restarted "$job" || { show_job "$job"; fail "job $job was not requeued"; }
+echo "job $job requeued after $((SECONDS - start)) s: $(job_field "$job" JobState), reason $(job_field "$job" Reason)"
+# The checkpointed curves, kept to prove below that the next job resumed rather than retrained.
+mkdir "$WORK/at_stop"
+cp runs/demo/*.ckpt.run "$WORK/at_stop/"
+wait_for 120 job_state_is "$job" COMPLETED || { show_job "$job"; fail "job $job did not complete"; }
+echo "job $job completed after $((SECONDS - start)) s, exit code $(job_field "$job" ExitCode)"
+log=$(job_log "$job")
+grep -q "interrupted: stop signal, checkpoint written" "$log" || { cat "$log"; fail "no run was interrupted; make the suite longer"; }
+# (Slurm's "CANCELLED ... DUE TO JOB REQUEUE" appears only when the kill beats the script's exit.)
+grep -q "requeueing: scontrol requeue $job" "$log" || { cat "$log"; fail "no requeue in the log"; }
+[ "$(grep -c "sweep complete" "$log")" = 1 ] || { cat "$log"; fail "the log does not end in one complete sweep"; }
+
+# Rows written before the stop keep their step_time_s (a wall-clock time, never reproduced by
+# retraining) only if the requeued job resumed from the checkpoint.
+"$PYTHON" - "$WORK/at_stop" runs/demo <<'EOF'
+import glob, os, sys
+import h5py
+for stopped_path in glob.glob(os.path.join(sys.argv[1], "*.ckpt.run")):
+    name = os.path.basename(stopped_path)[:-len(".ckpt.run")]
+    stopped = h5py.File(stopped_path, "r")["curves/step_time_s"][:]
+    final = h5py.File(os.path.join(sys.argv[2], name + ".h5"), "r")["curves/step_time_s"][:]
+    if len(stopped) == 0 or final[:len(stopped)].tobytes() != stopped.tobytes():
+        sys.exit(f"{name}: the requeued job did not resume from the checkpoint")
+    print(f"{name}: resumed after {len(stopped)} rows")
+EOF
+mpirun --oversubscribe -np 2 "$DEPTHBENCH" sweep input/demo.ini --ranks-per-run 1 \
+  --out "$WORK/reference" --quiet >"$WORK/reference.log"
+"$PYTHON" "$SOURCE_DIR/tests/sweep/compare_curves.py" --exact "$WORK/reference" runs/demo
+echo "PASS ($((SECONDS - start)) s from the first submission)"
