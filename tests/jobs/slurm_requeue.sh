@@ -58,6 +58,7 @@ teardown() {
   rm -rf "$CLUSTER"
 }
 trap teardown EXIT
+trap 'exit 1' TERM INT  # so that a timeout's SIGTERM still tears the cluster down
 no_jobs_left() { [ -z "$(squeue -h 2>/dev/null)" ]; }
 host=$(hostname -s)
 dd if=/dev/urandom of="$CLUSTER/munge.key" bs=1024 count=1 status=none
