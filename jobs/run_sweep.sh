@@ -1,11 +1,11 @@
 #!/bin/bash
 # The relaunch loop every job script calls: runs `depthbench sweep` until every run of the suite
-# has a final run file. On SIGUSR1/SIGTERM (Slurm's --signal, PBS's pre-emption) the signal is
-# forwarded to mpirun, which passes it to every rank: each running run writes a checkpoint and
-# stops; the sweep exits 75 and the job asks to be requeued (the next job resumes).
+# has a final run file. On SIGUSR1/SIGTERM (Slurm's --signal, PBS's walltime or pre-emption) the
+# signal is forwarded to mpirun, which passes it to every rank: each running run writes a
+# checkpoint and stops; the sweep exits 75 and the job asks to be requeued (the next job resumes).
 # usage: run_sweep.sh SUITE.ini OUT_DIR RANKS RANKS_PER_RUN [REQUEUE_COMMAND]
-# Exit status: 0 done or requeued, 75 stopped with nothing to requeue with, otherwise the failing
-# sweep's status (a permanent error: a bad suite file, a missing binary; never requeued).
+# Exit status: 0 done or requeued; 75 stopped and not requeued (no requeue command, or scancel);
+# otherwise the failing sweep's status (a permanent error: a bad suite file, a missing binary).
 # Environment: DEPTHBENCH, MPIRUN (default mpirun), REQUEUE_COMMAND (overrides the fifth
 # argument; tests inject a fake), RELAUNCH_DELAY_S (default 60).
 set -uo pipefail
@@ -18,10 +18,20 @@ relaunch_delay_s=${RELAUNCH_DELAY_S:-60}
 hostfile=()
 [ -n "${PBS_NODEFILE:-}" ] && hostfile=(--hostfile "$PBS_NODEFILE")
 
+# Every stop signal is forwarded (checkpoint and stop). USR1 (Slurm's --signal warning, or
+# `scancel --signal=USR1 --batch`) then asks for a requeue; so does TERM under PBS, which sends
+# nothing else (walltime, pre-emption, qdel). Under Slurm a TERM alone is `scancel` (or Slurm's
+# own requeue or pre-emption, which need no help): the job stops for good.
 stopping=0
+requeue_wanted=0
 child=0
-forward() { stopping=1; [ "$child" -gt 0 ] && kill -USR1 "$child" 2>/dev/null; }
-trap forward USR1 TERM
+forward() {
+  stopping=1
+  if [ "$1" = USR1 ] || [ -z "${SLURM_JOB_ID:-}" ]; then requeue_wanted=1; fi
+  [ "$child" -gt 0 ] && kill -USR1 "$child" 2>/dev/null
+}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
 
 # run_and_wait CMD...: starts CMD and waits for it; a trapped signal interrupts `wait`, so
 # the loop waits again until CMD has really exited. Sets rc to CMD's exit status.
@@ -44,12 +54,19 @@ requeue_and_exit() {
   $requeue || { echo "requeue failed (status $?): resubmit the job by hand to resume" >&2; exit 1; }
   exit 0
 }
+stop_and_exit() {
+  if [ "$requeue_wanted" -eq 0 ]; then
+    echo "stopped by SIGTERM under Slurm (scancel): not requeueing; submit again to resume"
+    exit 75
+  fi
+  requeue_and_exit
+}
 
 for attempt in 1 2 3 4 5; do
   # A signal during the relaunch sleep (or before the first launch) means stop, not start again.
   if [ "$stopping" -eq 1 ]; then
     echo "stop signal received between sweeps"
-    requeue_and_exit
+    stop_and_exit
   fi
   run_and_wait $mpirun_cmd -np "$ranks" "${hostfile[@]}" "$depthbench" sweep "$suite" \
     --ranks-per-run "$ranks_per_run" --out "$out" --quiet
@@ -58,8 +75,8 @@ for attempt in 1 2 3 4 5; do
     exit 0
   fi
   if [ "$stopping" -eq 1 ]; then
-    echo "stopped by a signal (checkpoints written)"
-    requeue_and_exit
+    echo "stopped by a signal: runs resume from their last checkpoint"
+    stop_and_exit
   fi
   if [ "$rc" -ne 75 ]; then
     # 1 is depthbench's permanent error; 127 a missing binary; anything else a crash that a

@@ -24,7 +24,7 @@ start_case() {
   : >"$dir/launches"
   export FAKE_PLAN=$dir/plan FAKE_LOG=$dir/launches MPIRUN=$SOURCE_DIR/tests/jobs/fake_mpirun.sh
   export DEPTHBENCH=depthbench REQUEUE_COMMAND="touch $dir/requeued" RELAUNCH_DELAY_S=0
-  unset PBS_NODEFILE
+  unset PBS_NODEFILE SLURM_JOB_ID
   echo "-- $case_name"
 }
 start_sweep() { bash "$RUN_SWEEP" suite.ini "$dir/out" 2 1 >"$dir/log" 2>&1 & sweep_pid=$!; }
@@ -61,6 +61,7 @@ check "exit status 0" [ "$status" -eq 0 ]
 check "one launch" [ "$(launches)" -eq 1 ]
 check "no requeue" not requeued
 
+# USR1: Slurm's warning before the time limit; TERM: PBS's walltime, pre-emption or qdel.
 for signal in USR1 TERM; do
   start_case "stop_signal_${signal}_is_forwarded_then_requeues" "until-signal 75"
   start_sweep
@@ -71,6 +72,16 @@ for signal in USR1 TERM; do
   check "requeue requested" requeued
   check "one launch (no relaunch after a stop)" [ "$(launches)" -eq 1 ]
 done
+
+start_case scancel_under_slurm_stops_without_requeue "until-signal 75"
+export SLURM_JOB_ID=4242  # scancel sends SIGTERM; Slurm's time-limit warning is USR1
+start_sweep
+wait_until [ -f "$dir/launches.running" ]
+kill -TERM "$sweep_pid"
+finish_sweep
+check "exit status 75 (resumable)" [ "$status" -eq 75 ]
+check "no requeue" not requeued
+check "one launch" [ "$(launches)" -eq 1 ]
 
 start_case stop_without_requeue_command_exits_75 "until-signal 75"
 unset REQUEUE_COMMAND

@@ -4,7 +4,8 @@
 # - a permanent error (no depthbench binary) fails the job at once, without a requeue;
 # - a stop signal mid-sweep (scancel --signal=USR1 --batch: what --signal=B:USR1@120 sends)
 #   checkpoints every run, the job requeues itself, resumes and completes, and the curves match an
-#   uninterrupted sweep bit for bit.
+#   uninterrupted sweep bit for bit;
+# - a plain scancel mid-sweep ends the job for good (no requeue).
 # Root only: it installs the packages when missing and runs the daemons. Under a minute once the
 # packages are there.
 # usage: slurm_requeue.sh DEPTHBENCH PYTHON SOURCE_DIR WORK_DIR
@@ -42,7 +43,8 @@ if ! have_slurm; then
 fi
 
 # The cluster: state, sockets and logs in a temporary directory (short: munge's socket path must
-# fit in 108 bytes), ports away from a system Slurm's 6817/6818.
+# fit in 108 bytes); two free ports, so that neither a system Slurm (6817/6818) nor a cluster left
+# by a killed run is in the way.
 CLUSTER=$(mktemp -d /tmp/depthbench-slurm.XXXXXX)
 chmod 755 "$CLUSTER"  # munged wants its socket's directory open to all
 daemons=()
@@ -61,6 +63,10 @@ trap teardown EXIT
 trap 'exit 1' TERM INT  # so that a timeout's SIGTERM still tears the cluster down
 no_jobs_left() { [ -z "$(squeue -h 2>/dev/null)" ]; }
 host=$(hostname -s)
+read -r slurmctld_port slurmd_port < <("$PYTHON" -c "import socket
+sockets = [socket.socket() for _ in range(2)]
+for s in sockets: s.bind(('127.0.0.1', 0))
+print(*[s.getsockname()[1] for s in sockets])")
 dd if=/dev/urandom of="$CLUSTER/munge.key" bs=1024 count=1 status=none
 chmod 600 "$CLUSTER/munge.key"
 mkdir -p "$CLUSTER/state" "$CLUSTER/spool"
@@ -69,8 +75,8 @@ mkdir -p "$CLUSTER/state" "$CLUSTER/spool"
 cat >"$CLUSTER/slurm.conf" <<EOF
 ClusterName=depthbench-test
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$slurmctld_port
+SlurmdPort=$slurmd_port
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -177,4 +183,16 @@ EOF
 mpirun --oversubscribe -np 2 "$DEPTHBENCH" sweep input/demo.ini --ranks-per-run 1 \
   --out "$WORK/reference" --quiet >"$WORK/reference.log"
 "$PYTHON" "$SOURCE_DIR/tests/sweep/compare_curves.py" --exact "$WORK/reference" runs/demo
+
+echo "-- scancel mid-sweep: checkpoint and stop for good"
+rm -rf runs/demo
+job=$(sbatch --parsable jobs/slurm/demo.sbatch)
+wait_for 120 checkpoint_or_over "$job" && has_checkpoint || { show_job "$job"; fail "no checkpoint appeared"; }
+scancel "$job"
+cancelled_or_restarted() { job_state_is "$1" CANCELLED || restarted "$1"; }
+wait_for 60 cancelled_or_restarted "$job" || { show_job "$job"; fail "job $job did not end"; }
+job_state_is "$job" CANCELLED && [ "$(job_field "$job" Restarts)" = 0 ] ||
+  { show_job "$job"; fail "job $job was requeued after scancel"; }
+grep -q "not requeueing" "$(job_log "$job")" || { show_job "$job"; fail "no stop message in the log"; }
+echo "job $job: CANCELLED, not requeued"
 echo "PASS ($((SECONDS - start)) s from the first submission)"
