@@ -121,7 +121,8 @@ echo "cluster up: $(sinfo -h -o '%P %D %T %c')"
 # tiny suite (two runs, one per rank, a few seconds each) on data made here.
 TREE=$WORK/checkout
 mkdir -p "$TREE/input"
-(cd "$SOURCE_DIR" && git ls-files -z jobs | xargs -0 cp --parents -t "$TREE")
+(cd "$SOURCE_DIR" && git ls-files -z jobs | xargs -0 cp --parents -t "$TREE") ||
+  cp -r "$SOURCE_DIR/jobs" "$TREE/"  # not a git checkout: everything under jobs/
 "$DEPTHBENCH" tokenize --tokenizer bytes --format fortunes --input /usr/share/games/fortunes/fortunes \
   --val-fraction 0.05 --out "$WORK/data" >/dev/null
 sed -e "s#@DATA@#$WORK/data#" -e 's/^name = tiny/name = demo/' -e 's/^designs = .*/designs = pre_ln/' \
