@@ -114,13 +114,20 @@ class Run:
 
     @property
     def val_loss(self) -> float | None:
-        return _finite_or_none(self.final.get(names.FINAL_VAL_LOSS))
+        """The final validation loss; a cross-entropy of 0 or below is no result (it is what a
+        run validated on no window records), so it never ranks first."""
+        value = _finite_or_none(self.final.get(names.FINAL_VAL_LOSS))
+        return value if value is not None and value > 0 else None
 
     @property
     def val_loss_interval(self) -> tuple[float, float] | None:
+        """The 95% interval, when it is finite and holds the loss (otherwise it is unusable)."""
         low = _finite_or_none(self.final.get(names.FINAL_VAL_LOSS_CI_LOW))
         high = _finite_or_none(self.final.get(names.FINAL_VAL_LOSS_CI_HIGH))
-        return None if low is None or high is None else (low, high)
+        loss = self.val_loss
+        if low is None or high is None or loss is None or not low <= loss <= high:
+            return None
+        return (low, high)
 
     @property
     def outcome(self) -> str:
@@ -141,11 +148,17 @@ class Run:
         if self.status == names.STATUS_RUNNING:
             return "status is 'running'"
         if self.status == names.STATUS_COMPLETED and self.val_loss is None:
+            stored = _finite_or_none(self.final.get(names.FINAL_VAL_LOSS))
+            if stored is not None:
+                return f"completed but /final val_loss = {stored!r} is not a positive loss"
             return "completed but /final has no finite val_loss"
         reason = self.status_reason
-        step = self.attrs.get("status_step", -1)
-        if step is not None and int(step) >= 0 and self.outcome != OUTCOME_COMPLETED:
-            reason = f"{reason} (step {int(step)})" if reason else f"at step {int(step)}"
+        try:
+            step = int(self.attrs.get("status_step", -1))
+        except (TypeError, ValueError):  # an unreadable step only loses the step, not the run
+            step = -1
+        if step >= 0 and self.outcome != OUTCOME_COMPLETED:
+            reason = f"{reason} (step {step})" if reason else f"at step {step}"
         return reason
 
     def curve(self, name: str) -> np.ndarray | None:

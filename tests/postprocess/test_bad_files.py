@@ -115,3 +115,24 @@ def test_out_naming_a_file_is_a_one_line_error(tmp_path, where):
     assert len(result.stderr.strip().splitlines()) == 1
     assert "is not a directory" in result.stderr
     assert existing.read_text() == "keep me"
+
+
+def test_a_zero_loss_from_no_validation_window_is_never_ranked(tmp_path):
+    """A run validated on no window records loss 0 with interval [0, 0]: no result, not a win."""
+    _good(tmp_path, n_layer=4, d_model=128, val_loss=3.0)
+    _good(tmp_path, n_layer=8, d_model=96, val_loss=0.0, ci=(0.0, 0.0))
+    runset = load_runs(tmp_path)
+    assert [r.val_loss for r in runset.completed()] == [3.0]
+    (zero,) = runset.with_outcome("incomplete")
+    assert zero.outcome_reason == "completed but /final val_loss = 0.0 is not a positive loss"
+
+
+def test_an_interval_that_misses_its_loss_is_not_used(tmp_path):
+    _good(tmp_path, val_loss=3.0, ci=(3.1, 3.2))
+    assert load_runs(tmp_path).runs[0].val_loss_interval is None
+
+
+def test_an_unreadable_status_step_loses_only_the_step(tmp_path):
+    path = _good(tmp_path, status="diverged", status_reason="loss is NaN", val_loss=None)
+    _edit(path, lambda f: f.attrs.__setitem__("status_step", "late"))
+    assert load_runs(tmp_path).runs[0].outcome_reason == "loss is NaN"
