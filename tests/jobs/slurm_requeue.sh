@@ -17,7 +17,7 @@ WORK=$4
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-[ "$(id -u)" -eq 0 ] || skip "needs root: installs Slurm from Debian's packages and runs its daemons"
+[ "$(id -u)" -eq 0 ] || skip "needs root: installs Slurm from Debian's packages, runs its daemons"
 ls /usr/share/games/fortunes/fortunes >/dev/null 2>&1 || skip "no fortunes corpus"
 "$PYTHON" -c "import h5py" 2>/dev/null || skip "h5py missing for $PYTHON"
 rm -rf "$WORK"
@@ -30,7 +30,9 @@ wait_for() {
 
 have_slurm() {
   local tool
-  for tool in slurmctld slurmd sbatch scontrol munged; do command -v "$tool" >/dev/null || return 1; done
+  for tool in slurmctld slurmd sbatch scontrol munged; do
+    command -v "$tool" >/dev/null || return 1
+  done
 }
 if ! have_slurm; then
   echo "installing slurmctld slurmd slurm-client munge"
@@ -105,10 +107,11 @@ PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF=$CLUSTER/slurm.conf
 munged -F --socket="$CLUSTER/munge.sock" --key-file="$CLUSTER/munge.key" \
-  --pid-file="$CLUSTER/munged.pid" --log-file="$CLUSTER/munged.log" --seed-file="$CLUSTER/munged.seed" \
-  >"$CLUSTER/munged.out.log" 2>&1 &
+  --pid-file="$CLUSTER/munged.pid" --log-file="$CLUSTER/munged.log" \
+  --seed-file="$CLUSTER/munged.seed" >"$CLUSTER/munged.out.log" 2>&1 &
 daemons+=($!)
-wait_for 10 [ -S "$CLUSTER/munge.sock" ] || { cat "$CLUSTER/munged.log"; fail "munged did not start"; }
+wait_for 10 [ -S "$CLUSTER/munge.sock" ] ||
+  { cat "$CLUSTER/munged.log"; fail "munged did not start"; }
 slurmctld -D >"$CLUSTER/slurmctld.out.log" 2>&1 &
 daemons+=($!)
 slurmd -D >"$CLUSTER/slurmd.out.log" 2>&1 &
@@ -123,10 +126,11 @@ TREE=$WORK/checkout
 mkdir -p "$TREE/input"
 (cd "$SOURCE_DIR" && git ls-files -z jobs | xargs -0 cp --parents -t "$TREE") ||
   cp -r "$SOURCE_DIR/jobs" "$TREE/"  # not a git checkout: everything under jobs/
-"$DEPTHBENCH" tokenize --tokenizer bytes --format fortunes --input /usr/share/games/fortunes/fortunes \
-  --val-fraction 0.05 --out "$WORK/data" >/dev/null
-sed -e "s#@DATA@#$WORK/data#" -e 's/^name = tiny/name = demo/' -e 's/^designs = .*/designs = pre_ln/' \
-  -e 's/^pre_ln = .*/pre_ln = 3e-3/' -e 's/^train.steps = .*/train.steps = 240/' \
+"$DEPTHBENCH" tokenize --tokenizer bytes --format fortunes \
+  --input /usr/share/games/fortunes/fortunes --val-fraction 0.05 --out "$WORK/data" >/dev/null
+sed -e "s#@DATA@#$WORK/data#" -e 's/^name = tiny/name = demo/' \
+  -e 's/^designs = .*/designs = pre_ln/' -e 's/^pre_ln = .*/pre_ln = 3e-3/' \
+  -e 's/^train.steps = .*/train.steps = 240/' \
   -e 's/^train.checkpoint_interval = .*/train.checkpoint_interval = 20/' \
   "$SOURCE_DIR/tests/sweep/tiny_suite.ini.in" >"$TREE/input/demo.ini"
 cd "$TREE"
@@ -136,41 +140,52 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 DEPTHBENCH
 # job_field JOB FIELD: one field of `scontrol show job`.
 job_field() { scontrol show job "$1" | grep -o "\b$2=[^ ]*" | head -1 | cut -d= -f2; }
 job_state_is() { [ "$(job_field "$1" JobState)" = "$2" ]; }
-has_checkpoint() { compgen -G "runs/demo/*.ckpt" >/dev/null; }
+restarts_are() { [ "$(job_field "$1" Restarts)" = "$2" ]; }
 job_over() { [[ ! "$(job_field "$1" JobState)" =~ ^(PENDING|RUNNING)$ ]]; }
+has_checkpoint() { compgen -G "runs/demo/*.ckpt" >/dev/null; }
 checkpoint_or_over() { has_checkpoint || job_over "$1"; }
-restarted() { [ "$(job_field "$1" Restarts)" = 1 ]; }
+cancelled_or_restarted() { job_state_is "$1" CANCELLED || restarts_are "$1" 1; }
 job_log() { echo "jobs/logs/db-demo-$1.out"; }
-show_job() { scontrol show job "$1" | grep -E 'JobState|Restarts|ExitCode'; cat "$(job_log "$1")" 2>/dev/null; }
+log_says() { grep -q -- "$2" "$(job_log "$1")"; }
+# must JOB WHAT COMMAND...: unless COMMAND succeeds, shows the job (state, log) and fails.
+must() {
+  local job=$1 what=$2
+  shift 2
+  "$@" && return
+  scontrol show job "$job" | grep -E 'JobState|Restarts|ExitCode'
+  cat "$(job_log "$job")" 2>/dev/null
+  fail "job $job: $what"
+}
 
 start=$SECONDS
 echo "-- a permanent error: no depthbench where DEPTHBENCH points"
-broken=$(DEPTHBENCH=$WORK/no/such/depthbench sbatch --parsable jobs/slurm/demo.sbatch)
-wait_for 60 job_state_is "$broken" FAILED || { show_job "$broken"; fail "job $broken did not fail"; }
-[ "$(job_field "$broken" Restarts)" = 0 ] || { show_job "$broken"; fail "job $broken was requeued"; }
-grep -q "not relaunching, not requeueing" "$(job_log "$broken")" || fail "no log in $(job_log "$broken")"
-echo "job $broken: FAILED, exit code $(job_field "$broken" ExitCode), not requeued"
+job=$(DEPTHBENCH=$WORK/no/such/depthbench sbatch --parsable jobs/slurm/demo.sbatch)
+must "$job" "did not fail" wait_for 60 job_state_is "$job" FAILED
+must "$job" "was requeued" restarts_are "$job" 0
+must "$job" "no reason in its log" log_says "$job" "not relaunching, not requeueing"
+echo "job $job: FAILED, exit code $(job_field "$job" ExitCode), not requeued"
 
 echo "-- stop signal mid-sweep, requeue, resume"
 job=$(sbatch --parsable jobs/slurm/demo.sbatch)
-wait_for 120 checkpoint_or_over "$job" && has_checkpoint || { show_job "$job"; fail "no checkpoint appeared"; }
+must "$job" "wrote no checkpoint" wait_for 120 checkpoint_or_over "$job"
+must "$job" "wrote no checkpoint" has_checkpoint
 scancel --signal=USR1 --batch "$job"
-wait_for 60 restarted "$job" || { show_job "$job"; fail "job $job was not requeued"; }
-echo "job $job requeued after $((SECONDS - start)) s: $(job_field "$job" JobState), reason $(job_field "$job" Reason)"
+must "$job" "was not requeued" wait_for 60 restarts_are "$job" 1
+echo "job $job requeued after $((SECONDS - start)) s, reason $(job_field "$job" Reason)"
 # The checkpointed curves, kept to prove below that the next job resumed rather than retrained.
 mkdir "$WORK/at_stop"
 cp runs/demo/*.ckpt.run "$WORK/at_stop/"
-wait_for 120 job_state_is "$job" COMPLETED || { show_job "$job"; fail "job $job did not complete"; }
+must "$job" "did not complete" wait_for 120 job_state_is "$job" COMPLETED
 echo "job $job completed after $((SECONDS - start)) s, exit code $(job_field "$job" ExitCode)"
-log=$(job_log "$job")
-grep -q "interrupted: stop signal, checkpoint written" "$log" || { cat "$log"; fail "no run was interrupted; make the suite longer"; }
+must "$job" "no run was interrupted: make the suite longer" \
+  log_says "$job" "interrupted: stop signal, checkpoint written"
 # (Slurm's "CANCELLED ... DUE TO JOB REQUEUE" appears only when the kill beats the script's exit.)
-grep -q "requeueing: scontrol requeue $job" "$log" || { cat "$log"; fail "no requeue in the log"; }
-[ "$(grep -c "sweep complete" "$log")" = 1 ] || { cat "$log"; fail "the log does not end in one complete sweep"; }
+must "$job" "no requeue in its log" log_says "$job" "requeueing: scontrol requeue $job"
+must "$job" "not one complete sweep" [ "$(grep -c "sweep complete" "$(job_log "$job")")" = 1 ]
 
 # Rows written before the stop keep their step_time_s (a wall-clock time, never reproduced by
 # retraining) only if the requeued job resumed from the checkpoint.
-"$PYTHON" - "$WORK/at_stop" runs/demo <<'EOF'
+"$PYTHON" - "$WORK/at_stop" runs/demo <<'PY'
 import glob, os, sys
 import h5py
 for stopped_path in glob.glob(os.path.join(sys.argv[1], "*.ckpt.run")):
@@ -180,20 +195,19 @@ for stopped_path in glob.glob(os.path.join(sys.argv[1], "*.ckpt.run")):
     if len(stopped) == 0 or final[:len(stopped)].tobytes() != stopped.tobytes():
         sys.exit(f"{name}: the requeued job did not resume from the checkpoint")
     print(f"{name}: resumed after {len(stopped)} rows")
-EOF
+PY
 mpirun --oversubscribe -np 2 "$DEPTHBENCH" sweep input/demo.ini --ranks-per-run 1 \
   --out "$WORK/reference" --quiet >"$WORK/reference.log"
 "$PYTHON" "$SOURCE_DIR/tests/sweep/compare_curves.py" --exact "$WORK/reference" runs/demo
 
-echo "-- scancel mid-sweep: checkpoint and stop for good"
+echo "-- scancel mid-sweep: the job stops for good"
 rm -rf runs/demo
 job=$(sbatch --parsable jobs/slurm/demo.sbatch)
-wait_for 120 checkpoint_or_over "$job" && has_checkpoint || { show_job "$job"; fail "no checkpoint appeared"; }
+must "$job" "wrote no checkpoint" wait_for 120 checkpoint_or_over "$job"
+must "$job" "wrote no checkpoint" has_checkpoint
 scancel "$job"
-cancelled_or_restarted() { job_state_is "$1" CANCELLED || restarted "$1"; }
-wait_for 60 cancelled_or_restarted "$job" || { show_job "$job"; fail "job $job did not end"; }
-job_state_is "$job" CANCELLED && [ "$(job_field "$job" Restarts)" = 0 ] ||
-  { show_job "$job"; fail "job $job was requeued after scancel"; }
-grep -q "not requeueing" "$(job_log "$job")" || { show_job "$job"; fail "no stop message in the log"; }
+must "$job" "did not end" wait_for 60 cancelled_or_restarted "$job"
+must "$job" "was requeued after scancel" restarts_are "$job" 0
+must "$job" "no reason in its log" log_says "$job" "not requeueing"
 echo "job $job: CANCELLED, not requeued"
 echo "PASS ($((SECONDS - start)) s from the first submission)"
