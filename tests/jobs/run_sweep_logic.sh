@@ -174,8 +174,13 @@ for script in "$SOURCE_DIR"/jobs/slurm/*.sbatch "$SOURCE_DIR"/jobs/pbs/*.pbs; do
     check "$name: --output directory $(dirname "$output") is in the repository" \
       [ -d "$SOURCE_DIR/$(dirname "$output")" ]
   fi
-  # qrerun needs PBS operator privilege (issue 16, fix 4).
+  # qrerun needs PBS operator privilege (issue 16, fix 4); a PBS job resubmits itself instead.
   check "$name: does not call qrerun" not grep -q '^[^#]*qrerun' "$script"
+  case $name in
+    *.pbs) resubmit="qsub -W depend=afterany:\$PBS_JOBID $name" ;;
+    *.sbatch) resubmit="scontrol requeue \$SLURM_JOB_ID" ;;
+  esac
+  check "$name: requeues itself with $resubmit" grep -q -F "$resubmit" "$script"
 done
 
 echo "$failures failed"

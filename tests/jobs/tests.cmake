@@ -7,8 +7,9 @@ add_test(NAME jobs.run_sweep_logic
 set_tests_properties(jobs.run_sweep_logic PROPERTIES LABELS jobs TIMEOUT 300)
 if(TARGET depthbench AND SYSTEM_PYTHON)
   add_test(NAME jobs.slurm_requeue
-           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm_requeue.sh $<TARGET_FILE:depthbench> ${SYSTEM_PYTHON}
-                   ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/jobs_slurm_requeue)
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm_requeue.sh $<TARGET_FILE:depthbench>
+                   ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR}
+                   ${PROJECT_BINARY_DIR}/test-work/jobs_slurm_requeue)
   set_tests_properties(jobs.slurm_requeue PROPERTIES SKIP_RETURN_CODE 77 LABELS "scheduler;slow"
                        TIMEOUT 480)
 endif()
