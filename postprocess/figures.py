@@ -37,7 +37,7 @@ def design_color(arch: str):
     return cmap(i % 10)
 
 
-def _new_figure(n_panels: int, panel_size=(4.2, 3.3), max_cols: int = 3, fixed: bool = False):
+def new_figure(n_panels: int, panel_size=(4.2, 3.3), max_cols: int = 3, fixed: bool = False):
     """A grid of panels. `fixed` uses plain subplot spacing instead of constrained layout,
     which costs seconds per figure on grids of heatmaps with colorbars."""
     cols = max(1, min(max_cols, n_panels))
@@ -53,7 +53,7 @@ def _new_figure(n_panels: int, panel_size=(4.2, 3.3), max_cols: int = 3, fixed: 
     return fig, axes
 
 
-def _save(fig: Figure, directory: Path, name: str, title: str, pdf: bool) -> FigureFile:
+def save_figure(fig: Figure, directory: Path, name: str, title: str, pdf: bool) -> FigureFile:
     directory.mkdir(parents=True, exist_ok=True)
     png = directory / f"{name}.png"
     fig.savefig(png, dpi=110)
@@ -109,8 +109,8 @@ def loss_vs_aspect_ratio(panels: list[Panel], released: list[ReleasedModel], dir
     fig = loss_vs_aspect_ratio_figure(panels, released)
     if fig is None:
         return None
-    return _save(fig, directory, "loss_vs_aspect_ratio", "Validation loss against aspect ratio",
-                 pdf)
+    return save_figure(fig, directory, "loss_vs_aspect_ratio",
+                       "Validation loss against aspect ratio", pdf)
 
 
 def loss_vs_aspect_ratio_figure(panels: list[Panel],
@@ -121,7 +121,7 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
     if not panels:
         return None
     panel_size = (5.0, 3.8)
-    fig, axes = _new_figure(len(panels), panel_size=panel_size)
+    fig, axes = new_figure(len(panels), panel_size=panel_size)
     for ax, panel in zip(axes, panels):
         ratios = []
         for arch in panel.designs:
@@ -170,7 +170,7 @@ def aspect_ratio_landscape(panels: list[Panel], released: list[ReleasedModel],
     and each design's optimal d/L there."""
     if not released and not panels:
         return None
-    fig, (ax,) = _new_figure(1, panel_size=(7.5, 4.8))
+    fig, (ax,) = new_figure(1, panel_size=(7.5, 4.8))
     ratios = [m.aspect_ratio for m in released]
     # Models at (almost) the same point share one label, e.g. the many 7B models at d/L 128.
     points: dict[tuple[float, float], list[ReleasedModel]] = {}
@@ -215,8 +215,8 @@ def aspect_ratio_landscape(panels: list[Panel], released: list[ReleasedModel],
         ax.legend(fontsize=6, ncol=2, loc="lower left")
     fit_title(ax, "Shapes: released Pre-LN models (grey squares, public configs) and the swept "
                   "ranges (bars)", 7.5, fontsize=9)
-    return _save(fig, directory, "aspect_ratio_landscape", "Released models and swept shapes",
-                 pdf)
+    return save_figure(fig, directory, "aspect_ratio_landscape",
+                       "Released models and swept shapes", pdf)
 
 
 def _tail_median(values: np.ndarray | None) -> float | None:
@@ -284,7 +284,7 @@ def throughput_vs_shape(panels: list[Panel], directory: Path,
     fig = throughput_vs_shape_figure(panels)
     if fig is None:
         return None
-    return _save(fig, directory, "throughput_vs_shape", "Throughput against shape", pdf)
+    return save_figure(fig, directory, "throughput_vs_shape", "Throughput against shape", pdf)
 
 
 def throughput_vs_shape_figure(panels: list[Panel]) -> Figure | None:
@@ -338,7 +338,7 @@ def matrix_heatmaps(runs: list[Run], dataset: str, title: str, xlabel: str, ylab
     out = []
     for part, start in enumerate(range(0, len(chosen), MAX_PANELS_PER_FIGURE)):
         batch = chosen[start:start + MAX_PANELS_PER_FIGURE]
-        fig, axes = _new_figure(len(batch), panel_size=(3.6, 3.2), max_cols=4, fixed=True)
+        fig, axes = new_figure(len(batch), panel_size=(3.6, 3.2), max_cols=4, fixed=True)
         for ax, run in zip(axes, batch):
             m = np.ma.masked_invalid(diag.matrix(run, dataset))
             image = ax.imshow(m, origin="upper", cmap=cmap, vmin=vmin, vmax=vmax,
@@ -350,7 +350,7 @@ def matrix_heatmaps(runs: list[Run], dataset: str, title: str, xlabel: str, ylab
             ax.tick_params(labelsize=6)
         fit_suptitle(fig, title)
         name = dataset if part == 0 else f"{dataset}_{part + 1}"
-        out.append(_save(fig, directory, name, title, pdf))
+        out.append(save_figure(fig, directory, name, title, pdf))
     return out
 
 
@@ -362,7 +362,7 @@ def depth_curves(runs: list[Run], dataset: str, title: str, ylabel: str, directo
     if not chosen:
         return None
     suites = sorted({r.suite for r in chosen})
-    fig, axes = _new_figure(len(suites), panel_size=(5.0, 3.6), max_cols=2)
+    fig, axes = new_figure(len(suites), panel_size=(5.0, 3.6), max_cols=2)
     for ax, suite in zip(axes, suites):
         for run in (r for r in chosen if r.suite == suite):
             y = diag.vector(run, dataset)
@@ -375,7 +375,7 @@ def depth_curves(runs: list[Run], dataset: str, title: str, ylabel: str, directo
         ax.grid(alpha=0.3)
         ax.legend(fontsize=5, ncol=1)
     fit_suptitle(fig, title)
-    return _save(fig, directory, dataset, title, pdf)
+    return save_figure(fig, directory, dataset, title, pdf)
 
 
 def all_figures(panels: list[Panel], runs: list[Run], released: list[ReleasedModel],

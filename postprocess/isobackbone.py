@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import names
-from .figures import FigureFile, _new_figure, _save, design_color, fit_suptitle
+from .figures import FigureFile, design_color, fit_suptitle, new_figure, save_figure
 from .loading import format_params
 from .ranking import Panel, compare_intervals
 from .tables import Table, Value
@@ -65,7 +65,7 @@ def isobackbone_figure(panel: Panel, directory: Path, pdf: bool = True) -> Figur
     trends = [t for t in trends if t.cells]
     if not trends:
         return None
-    fig, (ax_backbone, ax_total) = _new_figure(2, panel_size=(4.8, 3.6), max_cols=2)
+    fig, (ax_backbone, ax_total) = new_figure(2, panel_size=(4.8, 3.6), max_cols=2)
     for t in trends:
         runs = [c.best for c in t.cells]
         kw = dict(marker="o", ms=4, lw=1.2, color=design_color(t.arch),
@@ -80,5 +80,5 @@ def isobackbone_figure(panel: Panel, directory: Path, pdf: bool = True) -> Figur
     ax_total.legend(fontsize=6, ncol=2)
     fit_suptitle(fig, f"{panel.title}: loss against backbone and total parameters "
                       "(deeper shapes have fewer total parameters)")
-    return _save(fig, directory, f"isobackbone_{panel.key}",
-                 f"Iso-backbone view: {panel.title}", pdf)
+    return save_figure(fig, directory, f"isobackbone_{panel.key}",
+                       f"Iso-backbone view: {panel.title}", pdf)

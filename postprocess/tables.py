@@ -16,7 +16,7 @@ import numpy as np
 
 from . import diagnostics as diag
 from . import names
-from .loading import (OUTCOME_COMPLETED, Run, RunSet, format_lr, format_params)
+from .loading import OUTCOME_COMPLETED, RunSet, format_lr, format_params
 from .depth_trend import depth_trend
 from .ranking import Panel, scale_value
 

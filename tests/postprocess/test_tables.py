@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import make_runs as mk
-from postprocess import analyze, load_runs, tables
+from postprocess import analyze, tables
 
 SHAPES = [(16, 1216), (24, 1024), (32, 896)]
 LRS = [1e-3, 2e-3]
