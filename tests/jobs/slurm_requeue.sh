@@ -1,6 +1,7 @@
 #!/bin/bash
 # jobs/slurm/demo.sbatch on a real one-node Slurm cluster (Debian's slurmctld, slurmd and munge,
-# state in a temporary directory), as a fresh checkout submits it, on a tiny suite:
+# state in a temporary directory), as a fresh checkout submits it, run as the unprivileged user
+# `nobody`, on a tiny suite:
 # - a permanent error (no depthbench binary) fails the job at once, without a requeue;
 # - a stop signal mid-sweep (scancel --signal=USR1 --batch: what --signal=B:USR1@120 sends)
 #   checkpoints every run, the job requeues itself, resumes and completes, and the curves match an
@@ -10,7 +11,7 @@
 # packages are there.
 # usage: slurm_requeue.sh DEPTHBENCH PYTHON SOURCE_DIR WORK_DIR
 set -euo pipefail
-DEPTHBENCH=$(realpath "$1")  # the jobs run in another directory
+DEPTHBENCH=$1
 PYTHON=$2
 SOURCE_DIR=$3
 WORK=$4
@@ -58,7 +59,8 @@ teardown() {
   fi
   kill "${daemons[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
-  cp "$CLUSTER"/*.log "$WORK/" 2>/dev/null || true  # kept for a failure's post-mortem
+  # Kept for a failure's post-mortem: the daemons' logs and the jobs'.
+  cp "$CLUSTER"/*.log "$CLUSTER"/checkout/jobs/logs/*.out "$WORK/" 2>/dev/null || true
   rm -rf "$CLUSTER"
 }
 trap teardown EXIT
@@ -121,21 +123,26 @@ wait_for 30 node_idle || { tail "$CLUSTER"/*.log; fail "the node did not come up
 echo "cluster up: $(sinfo -h -o '%P %D %T %c')"
 
 # The submit directory: what a fresh checkout has under jobs/, and input/demo.ini replaced by a
-# tiny suite (two runs, one per rank, a few seconds each) on data made here.
-TREE=$WORK/checkout
+# tiny suite (two runs, one per rank, a few seconds each) on data made here. The jobs run as
+# `nobody`, as a user's would (Open MPI, scontrol requeue without privilege): their directory,
+# binary and data sit under the cluster's directory, which every user can reach.
+TREE=$CLUSTER/checkout
 mkdir -p "$TREE/input"
 (cd "$SOURCE_DIR" && git ls-files -z jobs | xargs -0 cp --parents -t "$TREE") ||
   cp -r "$SOURCE_DIR/jobs" "$TREE/"  # not a git checkout: everything under jobs/
+install -m 755 "$DEPTHBENCH" "$CLUSTER/depthbench"
+DEPTHBENCH=$CLUSTER/depthbench
 "$DEPTHBENCH" tokenize --tokenizer bytes --format fortunes \
-  --input /usr/share/games/fortunes/fortunes --val-fraction 0.05 --out "$WORK/data" >/dev/null
-sed -e "s#@DATA@#$WORK/data#" -e 's/^name = tiny/name = demo/' \
+  --input /usr/share/games/fortunes/fortunes --val-fraction 0.05 --out "$CLUSTER/data" >/dev/null
+sed -e "s#@DATA@#$CLUSTER/data#" -e 's/^name = tiny/name = demo/' \
   -e 's/^designs = .*/designs = pre_ln/' -e 's/^pre_ln = .*/pre_ln = 3e-3/' \
   -e 's/^train.steps = .*/train.steps = 240/' \
   -e 's/^train.checkpoint_interval = .*/train.checkpoint_interval = 20/' \
   "$SOURCE_DIR/tests/sweep/tiny_suite.ini.in" >"$TREE/input/demo.ini"
+chown -R nobody:nogroup "$TREE"
 cd "$TREE"
-# Root's jobs: Open MPI refuses root unless told. The job inherits this environment (sbatch).
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 DEPTHBENCH
+export DEPTHBENCH  # sbatch hands the submitter's environment to the job
+submit() { sbatch --parsable --uid=nobody --gid=nogroup jobs/slurm/demo.sbatch; }
 
 # job_field JOB FIELD: one field of `scontrol show job`.
 job_field() { scontrol show job "$1" | grep -o "\b$2=[^ ]*" | head -1 | cut -d= -f2; }
@@ -159,14 +166,14 @@ must() {
 
 start=$SECONDS
 echo "-- a permanent error: no depthbench where DEPTHBENCH points"
-job=$(DEPTHBENCH=$WORK/no/such/depthbench sbatch --parsable jobs/slurm/demo.sbatch)
+job=$(DEPTHBENCH=$CLUSTER/no/such/depthbench submit)
 must "$job" "did not fail" wait_for 60 job_state_is "$job" FAILED
 must "$job" "was requeued" restarts_are "$job" 0
 must "$job" "no reason in its log" log_says "$job" "not relaunching, not requeueing"
 echo "job $job: FAILED, exit code $(job_field "$job" ExitCode), not requeued"
 
 echo "-- stop signal mid-sweep, requeue, resume"
-job=$(sbatch --parsable jobs/slurm/demo.sbatch)
+job=$(submit)
 must "$job" "wrote no checkpoint" wait_for 120 checkpoint_or_over "$job"
 must "$job" "wrote no checkpoint" has_checkpoint
 scancel --signal=USR1 --batch "$job"
@@ -182,6 +189,7 @@ must "$job" "no run was interrupted: make the suite longer" \
 # (Slurm's "CANCELLED ... DUE TO JOB REQUEUE" appears only when the kill beats the script's exit.)
 must "$job" "no requeue in its log" log_says "$job" "requeueing: scontrol requeue $job"
 must "$job" "not one complete sweep" [ "$(grep -c "sweep complete" "$(job_log "$job")")" = 1 ]
+must "$job" "did not run as nobody" [ "$(stat -c %U runs/demo)" = nobody ]
 
 # Rows written before the stop keep their step_time_s (a wall-clock time, never reproduced by
 # retraining) only if the requeued job resumed from the checkpoint.
@@ -196,13 +204,13 @@ for stopped_path in glob.glob(os.path.join(sys.argv[1], "*.ckpt.run")):
         sys.exit(f"{name}: the requeued job did not resume from the checkpoint")
     print(f"{name}: resumed after {len(stopped)} rows")
 PY
-mpirun --oversubscribe -np 2 "$DEPTHBENCH" sweep input/demo.ini --ranks-per-run 1 \
-  --out "$WORK/reference" --quiet >"$WORK/reference.log"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$DEPTHBENCH" sweep input/demo.ini \
+  --ranks-per-run 1 --out "$WORK/reference" --quiet >"$WORK/reference.log"
 "$PYTHON" "$SOURCE_DIR/tests/sweep/compare_curves.py" --exact "$WORK/reference" runs/demo
 
 echo "-- scancel mid-sweep: the job stops for good"
 rm -rf runs/demo
-job=$(sbatch --parsable jobs/slurm/demo.sbatch)
+job=$(submit)
 must "$job" "wrote no checkpoint" wait_for 120 checkpoint_or_over "$job"
 must "$job" "wrote no checkpoint" has_checkpoint
 scancel "$job"
