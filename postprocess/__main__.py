@@ -14,7 +14,7 @@ from pathlib import Path
 from . import tables
 from .compare import compare_table
 from .loading import NoRunFilesError
-from .report import analyze, build_report
+from .report import analyze, build_report, summary_for_terminal
 
 
 def output_directory_problem(out: Path) -> str:
@@ -91,11 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     for panel in analysis.panels:
         print(tables.ranking_table(panel).to_markdown())
     if args.command == "report":
-        # The cross-scale summary and the findings: what a reader of the paper asks first.
-        for section in report.sections:
-            if section.title in ("Depth trends across scales", "Findings"):
-                print("\n".join(t.to_markdown() for t in section.tables))
-                print("\n".join(section.text))
+        print(summary_for_terminal(report))
     runset = analysis.runset
     skipped = len(runset.runs) - len(runset.completed()) + len(runset.rejected)
     if skipped:

@@ -23,6 +23,7 @@ from .tables import Table
 PAPER_FINDINGS_CSV = Path(__file__).parent / "data" / "paper_findings.csv"
 
 AGREE, DIFFER, UNDECIDED, NOT_RUN = "agree", "differ", "inconclusive", "not run"
+MAX_IDS_LISTED = 6  # beyond this the untested summary gives a count, the table the rows
 
 
 @dataclass(frozen=True)
@@ -95,16 +96,18 @@ def check(finding: PaperFinding, panels: list[Panel]) -> FindingResult:
 
 
 def _missing(f: PaperFinding, panels: list[Panel]) -> str:
-    needed = [(f.suite, s) for s in (f.scale.split(";") if f.scale else [""])]
-    if f.kind == "persists":
-        needed.append((names.SUITE_MAIN, ""))
-    absent = [suite + (f" {scale}" if scale else "") for suite, scale in needed
-              if _panel(panels, suite, scale) is None]
-    if f.kind == "persists" and names.SUITE_MAIN in absent \
-            and _panel(panels, names.SUITE_MULTISCALE, "400M") is not None:
-        absent.remove(names.SUITE_MAIN)
+    """What the directory lacks for a finding it could not test."""
+    scales = f.scale.split(";") if f.scale else [""]
+    absent_scales = [s for s in scales if _panel(panels, f.suite, s) is None]
+    absent = []
+    if absent_scales:
+        rungs = ", ".join(s for s in absent_scales if s)
+        absent.append(f"`{f.suite}`" + (f" ({rungs})" if rungs else ""))
+    if f.kind == "persists" and _panel(panels, names.SUITE_MAIN, None) is None \
+            and _panel(panels, names.SUITE_MULTISCALE, "400M") is None:
+        absent.append(f"`{names.SUITE_MAIN}`")
     if absent:
-        return "suite not in this directory: " + ", ".join(f"`{a}`" for a in absent)
+        return "suite not in this directory: " + " and ".join(absent)
     if f.kind == "diagnostic":
         return "no run with this diagnostic"
     if not any(f.arch in p.designs for p in panels if p.suite == f.suite):
@@ -284,5 +287,6 @@ def untested_summary(results: list[FindingResult]) -> list[str]:
     lines = [f"{sum(map(len, missing.values()))} of {len(results)} findings could not be "
              "tested on this directory:"]
     for why, ids in missing.items():
-        lines.append(f"{why[0].upper()}{why[1:]} ({len(ids)}: {', '.join(ids)}).")
+        which = ", ".join(ids) if len(ids) <= MAX_IDS_LISTED else "see the table"
+        lines.append(f"{why[0].upper()}{why[1:]}: {len(ids)} finding(s) ({which}).")
     return lines

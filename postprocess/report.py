@@ -105,6 +105,23 @@ def findings_section(analysis: Analysis) -> Section:
     return Section("Findings", [findings.findings_table(results)], text)
 
 
+def summary_for_terminal(report: "Report") -> str:
+    """The cross-scale table and the findings this directory could test, then what it could
+    not: what a reader of the paper asks first (report.md has every row)."""
+    parts = []
+    for section in report.sections:
+        if section.title == "Depth trends across scales":
+            parts += [t.to_markdown() for t in section.tables]
+        if section.title == "Findings":
+            for t in section.tables:
+                tested = [row for row in t.rows if row[3] != findings.NOT_RUN]
+                if tested:
+                    parts.append(tables.Table(t.name, t.title + " (tested here)", t.columns,
+                                              tested, t.notes[:1]).to_markdown())
+            parts.append("\n".join(["Findings: " + section.text[0]] + section.text[1:]))
+    return "\n".join(parts)
+
+
 def cross_scale_section(analysis: Analysis) -> Section | None:
     table = cross_scale_table(analysis.panels)
     return None if table is None else Section("Depth trends across scales", [table])

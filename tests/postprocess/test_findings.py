@@ -1,6 +1,7 @@
 """The cross-scale table, the findings rows and the compare command on a synthetic directory
 with known trends: main suite, ladder rungs 400M and 500M (HC diverges at 500M's widest shape),
 the 1.6B suite; no iso-backbone suite."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,7 +106,7 @@ def test_findings_rows_agree_differ_or_say_not_run(results):
 def test_untested_findings_are_named_by_what_is_missing(results):
     lines = untested_summary(list(results.values()))
     assert lines[0].endswith("findings could not be tested on this directory:")
-    assert any(line.startswith("Suite not in this directory: `isobackbone300m` (2: ")
+    assert any(line.startswith("Suite not in this directory: `isobackbone300m`: 2 finding(s) (")
                for line in lines)
 
 
@@ -115,7 +116,9 @@ def test_report_has_findings_and_cross_scale_sections_and_prints_both(paper_like
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "### Depth trends across scales" in result.stdout
-    assert "### Findings: the paper's numbers and ours" in result.stdout
+    assert "### Findings: the paper's numbers and ours (tested here)" in result.stdout
+    assert re.search(r"^Findings: \d+ of \d+ findings could not be tested", result.stdout,
+                     re.MULTILINE)
     report = (tmp_path / "out" / "report.md").read_text()
     assert report.index("## Findings") < report.index("## Depth trends across scales") \
         < report.index("## Main benchmark")
