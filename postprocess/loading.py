@@ -144,7 +144,9 @@ class Run:
     @property
     def outcome_reason(self) -> str:
         if self.in_progress_file:
-            return "a .h5.tmp file: the run is in progress or was killed"
+            # An interrupted run (signal, full disk) stays .h5.tmp with its reason recorded.
+            why = f" ({self.status_reason})" if self.status_reason else ""
+            return "a .h5.tmp file: the run is in progress, was interrupted or killed" + why
         if self.status == names.STATUS_RUNNING:
             return "status is 'running'"
         if self.status == names.STATUS_COMPLETED and self.val_loss is None:

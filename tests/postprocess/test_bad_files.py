@@ -136,3 +136,11 @@ def test_an_unreadable_status_step_loses_only_the_step(tmp_path):
     path = _good(tmp_path, status="diverged", status_reason="loss is NaN", val_loss=None)
     _edit(path, lambda f: f.attrs.__setitem__("status_step", "late"))
     assert load_runs(tmp_path).runs[0].outcome_reason == "loss is NaN"
+
+
+def test_an_interrupted_run_says_why(tmp_path):
+    _good(tmp_path, status="running", in_progress=True, val_loss=None,
+          status_reason="No space left on device: x.ckpt.tmp")
+    (run,) = load_runs(tmp_path).runs
+    assert run.outcome == "incomplete"
+    assert run.outcome_reason.endswith("(No space left on device: x.ckpt.tmp)")
