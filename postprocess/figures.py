@@ -139,6 +139,7 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
             opt = t.optimal
             ax.plot([opt.aspect_ratio], [opt.val_loss], marker="*", ms=11,
                     color=design_color(arch), mec="black", mew=0.5, zorder=5)
+        ratios += _mark_unranked(ax, panel)
         all_ratios = ratios + [m.aspect_ratio for m in released]
         _aspect_ratio_axis(ax, all_ratios, tick_ratios=ratios)
         ax.axvspan(min(ratios), max(ratios), color="0.92", zorder=0)
@@ -162,6 +163,20 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
     fit_suptitle(fig, "Validation loss against aspect ratio (★ optimum per design; shaded: "
                       "swept range; dotted: released Pre-LN models)")
     return fig
+
+
+def _mark_unranked(ax, panel: Panel) -> list[float]:
+    """An x along the top of the panel at each shape where a design has no completed run
+    (every candidate diverged or failed): shown, never dropped. Returns their d/L."""
+    ratios = []
+    for arch in panel.designs:
+        for cell in panel.unranked_cells(arch):
+            ax.plot([cell.aspect_ratio], [0.96], marker="x", ms=7, mew=1.5, ls="none",
+                    color=design_color(arch), transform=ax.get_xaxis_transform(), zorder=6)
+            ratios.append(cell.aspect_ratio)
+    if ratios:
+        ax.plot([], [], marker="x", ls="none", color="0.3", label="no completed run")
+    return ratios
 
 
 def aspect_ratio_landscape(panels: list[Panel], released: list[ReleasedModel],

@@ -69,3 +69,12 @@ def test_isobackbone_view_plots_loss_against_backbone_and_total(tmp_path):
     assert figure.png.read_bytes()[:4] == b"\x89PNG"
     backbone = [r.params_backbone for r in (panel.cell("hc", s).best for s in panel.shapes)]
     assert np.ptp(backbone) > 0  # the synthetic shapes differ a little, as the real ones do
+
+
+def test_a_shape_without_a_completed_run_is_marked_in_the_loss_figure(tmp_path):
+    mk.write_sweep(tmp_path, suite="demo", designs=["hc"], shapes=SHAPES, learning_rates=[3e-3],
+                   vocab=257, loss=lambda a, L, d, lr: None if L == 8 else 3.0 - 0.01 * L)
+    fig = loss_vs_aspect_ratio_figure(analyze(tmp_path).panels, [])
+    crosses = [line for line in fig.axes[0].get_lines() if line.get_marker() == "x"]
+    assert [list(line.get_xdata()) for line in crosses if len(line.get_xdata())] == [[8.0]]
+    assert "no completed run" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
