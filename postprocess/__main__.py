@@ -108,4 +108,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # stdout closed early (`| head`): not an error of the report
+        sys.stderr.close()
+        sys.exit(0)

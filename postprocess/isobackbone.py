@@ -71,7 +71,10 @@ def isobackbone_figure(panel: Panel, directory: Path, pdf: bool = True) -> Figur
         kw = dict(marker="o", ms=4, lw=1.2, color=design_color(t.arch),
                   label=names.design_title(t.arch))
         if all(r.params_backbone is not None for r in runs):
-            ax_backbone.plot([r.params_backbone / 1e6 for r in runs], t.losses, **kw)
+            # Backbones are equal up to the shape grid, so their order is not the shapes':
+            # points only, a line would zigzag.
+            ax_backbone.plot([r.params_backbone / 1e6 for r in runs], t.losses,
+                             **dict(kw, ls="none"))
         ax_total.plot([r.params_total / 1e6 for r in runs], t.losses, **kw)
     for ax, what in ((ax_backbone, "backbone"), (ax_total, "total")):
         ax.set_xlabel(f"{what} parameters (M)")
