@@ -54,7 +54,8 @@ int run_plan_command(int argc, char** argv) {
       "run; "
       "FLOPs = tokens x (6N + 12·L·d·T + design extras), N without the embedding\n",
       mfu * 100, peak / 1e12, suite.estimate.gpus_per_run);
-  std::printf("output: %s   (state: pending | unfinished | completed | diverged | failed)\n\n",
+  std::printf(
+      "output: %s   (state: pending | unfinished | completed | diverged | failed | stale)\n\n",
               out.c_str());
   std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s  %s\n", "#", "design",
               "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr", "FLOPs",
@@ -74,6 +75,8 @@ int run_plan_command(int argc, char** argv) {
                 (long long)run.config.recipe.steps, run.config.recipe.learning_rate, run.flops,
                 gpu_hours, sweep::run_status(run.config).c_str(),
                 run.design_registered ? "" : "  unregistered design");
+    for (const std::string& key : sweep::stale_keys(run.config))
+      std::printf("      stale: %s\n", key.c_str());
   }
   const double total_gpu_hours = total_flops / (mfu * peak) / 3600;
   std::printf(

@@ -28,6 +28,37 @@ namespace {
 // Exit status when runs remain unfinished (interrupted, or held by another sweep): the job
 // scripts relaunch on it (EX_TEMPFAIL).
 constexpr int kExitUnfinished = 75;
+// Exit status when the machine stopped the sweep (disk full, I/O error): the interrupted run is
+// resumable, but relaunching before the cause is fixed would fail again (EX_IOERR).
+constexpr int kExitEnvironment = 74;
+
+// Finished runs trained with another config than the suite's now. Unless told to retrain them
+// (their files are moved aside as NAME.h5.stale), the sweep refuses to mix old and new results:
+// returns the message naming each such run and the keys that differ ("" when none).
+std::string handle_stale_runs(const std::vector<sweep::PlannedRun>& runs, bool rerun) {
+  std::string message;
+  int stale = 0;
+  for (const sweep::PlannedRun& run : runs) {
+    const std::vector<std::string> keys = sweep::stale_keys(run.config);
+    if (keys.empty()) continue;
+    const std::string file = RunPaths::of(run.config).run_file;
+    if (rerun) {
+      std::filesystem::rename(file, file + ".stale");
+      std::printf("[sweep] %s: trained with another config, moved aside to %s.stale\n",
+                  run.config.run_name().c_str(), file.c_str());
+      continue;
+    }
+    if (++stale <= 3) {
+      message += "\n  " + file + ":";
+      for (const std::string& key : keys) message += " " + key + ";";
+    }
+  }
+  if (stale == 0) return "";
+  return std::to_string(stale) +
+         " finished run(s) were trained with another config than the suite's; retrain them with "
+         "--rerun-stale (old files kept as NAME.h5.stale) or choose another --out:" +
+         message;
+}
 
 // The suite's diagnostics on a run that has just completed, on the run's own group. A failure
 // here is reported and the sweep goes on: the run file and its training results stay intact
@@ -95,6 +126,9 @@ int run_sweep_command(int argc, char** argv) {
                    ") is not a multiple of --ranks-per-run " + std::to_string(G));
     if (run.config.threads == 0) run.config.threads = threads;
   }
+  std::string stale = world.rank() == 0 ? handle_stale_runs(runs, options.rerun_stale) : "";
+  world.broadcast(stale, 0);
+  DB_REQUIRE(stale.empty(), stale);
   if (world.rank() == 0) {
     std::filesystem::create_directories(out);
     std::printf("[sweep] %s: %zu runs on %d ranks, %d group(s) of %d, into %s\n",
@@ -106,6 +140,7 @@ int run_sweep_command(int argc, char** argv) {
   const int group_index = world.rank() / G;
   Communicator group = Communicator::split(world, group_index, world.rank());
   const bool leader = group.rank() == 0;
+  bool environment_fault = false;
   {
     sweep::Dispatcher dispatcher(world, group, int64_t(runs.size()));
     bool stop = false;
@@ -146,6 +181,7 @@ int run_sweep_command(int argc, char** argv) {
       if (result.status == "completed" && !suite.diagnostics.empty())
         diagnose_run(stem + ".h5", suite.diagnostics, group, options.quiet);
       stop = stop || result.status == "interrupted";
+      environment_fault = environment_fault || result.environment_fault;
     }
   }  // the dispatcher's window is freed collectively here
   world.barrier();
@@ -155,6 +191,13 @@ int run_sweep_command(int argc, char** argv) {
     std::fflush(stdout);
   }
   MPI_CHECK(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.handle()));
+  if (world.allreduce_max(environment_fault ? 1.0 : 0.0) > 0) {
+    if (world.rank() == 0)
+      std::fprintf(stderr,
+                   "depthbench sweep: stopped by a fault of the machine (see the run's reason "
+                   "above); its run resumes from the last checkpoint once the cause is fixed\n");
+    exit_code = kExitEnvironment;
+  }
   return exit_code;
 }
 

@@ -4,6 +4,7 @@
 
 #include "app/commands.hpp"
 #include "core/communicator.hpp"
+#include "core/error.hpp"
 #include "sweep/run_status.hpp"
 #include "train/stop_signal.hpp"
 #include "train/trainer.hpp"
@@ -24,6 +25,15 @@ int run_train_command(int argc, char** argv) {
                 sweep::run_status_reason(config).c_str());
     std::filesystem::remove(RunPaths::of(config).run_file);
   }
+  // A finished file trained with other settings is not a result of this config: say which keys
+  // differ instead of reporting it as done.
+  std::string stale;
+  if (world.rank() == 0)
+    for (const std::string& key : sweep::stale_keys(config)) stale += " " + key + ";";
+  world.broadcast(stale, 0);
+  DB_REQUIRE(stale.empty(), RunPaths::of(config).run_file +
+                                " was trained with another config (" + stale.substr(1) +
+                                "); move it away to train this config");
   world.barrier();
   const TrainResult result = train_run(config, world);
   if (world.rank() == 0) {
@@ -31,13 +41,18 @@ int run_train_command(int argc, char** argv) {
       std::printf("%s: completed in %.1f s, final validation loss %.4f -> %s\n",
                   config.run_name().c_str(), result.seconds, result.final_val_loss,
                   RunPaths::of(config).run_file.c_str());
+    else if (result.status != "skipped" && result.status_step < 0)  // before the first step
+      std::fprintf(stderr, "depthbench train: run %s %s: %s\n", config.run_name().c_str(),
+                   result.status.c_str(), result.reason.c_str());
     else if (result.status != "skipped")
       std::fprintf(stderr, "depthbench train: run %s %s at step %lld: %s\n",
                    config.run_name().c_str(), result.status.c_str(), (long long)result.status_step,
                    result.reason.c_str());
   }
+  // The sweep's exit statuses: 75 resumable (stop signal), 74 stopped by the machine.
   if (result.status == "completed" || result.status == "skipped") return 0;
-  return result.status == "interrupted" ? 3 : 1;
+  if (result.status != "interrupted") return 1;
+  return result.environment_fault ? 74 : 75;
 }
 
 }  // namespace db::app

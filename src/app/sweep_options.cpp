@@ -22,7 +22,9 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
         "only the sweep's own lines, no training progress")(
         "retry-failed", po::bool_switch(&options.retry_failed),
         "train runs recorded failed again (runs that failed for a design now registered always "
-        "are)");
+        "are)")("rerun-stale", po::bool_switch(&options.rerun_stale),
+                "retrain runs whose finished file was trained with another config (the old file "
+                "is kept as NAME.h5.stale)");
   else
     desc.add_options()("mfu", po::value<double>(&options.mfu),
                        "model FLOPs utilisation for the GPU-hour estimate")(
@@ -47,6 +49,10 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
   }
   DB_REQUIRE(!options.suite_file.empty(), "missing the suite file (e.g. input/demo.ini)");
   DB_REQUIRE(options.ranks_per_run >= 1, "--ranks-per-run must be at least 1");
+  DB_REQUIRE(vm.count("mfu") == 0 || (options.mfu > 0 && options.mfu <= 1),
+             "--mfu " + std::to_string(options.mfu) + ": must be in (0, 1]");
+  DB_REQUIRE(vm.count("peak-tflops") == 0 || options.peak_tflops > 0,
+             "--peak-tflops must be > 0");
   return true;
 }
 

@@ -10,6 +10,7 @@ struct SweepOptions {
   int ranks_per_run = 1;
   bool quiet = false;
   bool retry_failed = false;  // sweep: train runs recorded `failed` again
+  bool rerun_stale = false;   // sweep: retrain runs whose file holds another config
   double mfu = 0;             // plan: 0 = the suite's estimate.mfu
   double peak_tflops = 0;     // plan: 0 = the suite's estimate.peak_tflops_per_gpu
 };

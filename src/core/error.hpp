@@ -12,8 +12,26 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An error of the machine rather than of the run (no space left, an I/O error, a read-only
+// file system): what() is "<cause>: <path>". A run that meets one stays resumable.
+class EnvironmentError : public Error {
+ public:
+  EnvironmentError(const std::string& cause, const std::string& path)
+      : Error(cause + ": " + path), cause_(cause) {}
+  const std::string& cause() const { return cause_; }
+
+ private:
+  std::string cause_;
+};
+
 [[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+// Throws EnvironmentError(strerror, path) when error_number says the machine is at fault.
+void throw_if_environment_errno(int error_number, const std::string& path);
 std::string mpi_error_string(int code);
+[[noreturn]] void throw_hdf5_error(const char* file, int line, const char* call);
+// After a failed HDF5 call: throws EnvironmentError when the library's error stack holds a system
+// error of the machine (no space, I/O), naming the file (or fallback_path).
+void throw_if_hdf5_environment_error(const std::string& fallback_path);
 
 }  // namespace db
 
@@ -32,10 +50,11 @@ std::string mpi_error_string(int code);
   } while (0)
 
 // HDF5 calls return a negative value on failure; the library's error stack is silenced and the
-// failing call is named instead.
+// failing call is named instead. A full disk or an I/O error (read off the error stack) becomes an
+// EnvironmentError naming the file.
 #define H5_CHECK(call)                                                                     \
   ([&]() {                                                                                 \
     auto h5_result_ = (call);                                                              \
-    if (h5_result_ < 0) ::db::throw_error(__FILE__, __LINE__, "HDF5 call failed: " #call); \
+    if (h5_result_ < 0) ::db::throw_hdf5_error(__FILE__, __LINE__, #call);                 \
     return h5_result_;                                                                     \
   }())

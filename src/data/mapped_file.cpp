@@ -21,11 +21,18 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     DB_REQUIRE(false, "token file '" + path + "': cannot open: " + std::strerror(code));
   }
   struct stat info {};
-  if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::fstat(fd_, &info) != 0) {
     const int code = errno;
     release();
-    DB_REQUIRE(false, "token file '" + path + "': not a regular file" +
-                          (code != 0 ? std::string(": ") + std::strerror(code) : std::string()));
+    DB_REQUIRE(false, "token file '" + path + "': cannot stat: " + std::strerror(code));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    release();
+    DB_REQUIRE(false, "token file '" + path + "': " +
+                          (S_ISDIR(info.st_mode) ? "is a directory, not a token file (give the "
+                                                   "files in it, e.g. '" +
+                                                       path + "/*.npy')"
+                                                 : "not a regular file"));
   }
   size_ = static_cast<std::size_t>(info.st_size);
   if (size_ == 0) return;  // nothing to map; TokenFile reports "empty"

@@ -1,5 +1,6 @@
 #include "io/checkpoint.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 
@@ -52,6 +53,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   const std::string tmp = path + ".tmp";
   {
     hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (id < 0) throw_if_hdf5_environment_error(tmp);
     DB_REQUIRE(id >= 0, "cannot create checkpoint " + tmp);
     H5Handle file(id, H5Fclose);
     H5Handle str(H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
@@ -67,8 +69,12 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     write_vector(file.get(), "adam_m", c.adam_m);
     write_vector(file.get(), "adam_v", c.adam_v);
     H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+    H5_CHECK(H5Fclose(file.release()));  // a close that cannot write its metadata must fail here
   }
-  DB_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename checkpoint " + tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw_if_environment_errno(errno, tmp);
+    DB_REQUIRE(false, "cannot rename checkpoint " + tmp + " to " + path);
+  }
 }
 
 std::optional<Checkpoint> read_checkpoint(const std::string& path) {

@@ -26,6 +26,8 @@ class H5Handle {
   ~H5Handle() { reset(); }
 
   hid_t get() const { return id_; }
+  // Gives up ownership (to close the identifier explicitly and check the result).
+  hid_t release() { return std::exchange(id_, -1); }
   explicit operator bool() const { return id_ >= 0; }
   void reset() {
     if (id_ >= 0 && closer_) closer_(id_);

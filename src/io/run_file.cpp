@@ -1,5 +1,6 @@
 #include "io/run_file.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 
@@ -56,6 +57,7 @@ RunFile RunFile::create(const std::string& final_path) {
                                           ? "."
                                           : std::filesystem::path(final_path).parent_path());
   hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) throw_if_hdf5_environment_error(tmp);
   DB_REQUIRE(id >= 0, "cannot create run file " + tmp);
   RunFile run(final_path, H5Handle(id, H5Fclose));
   hid_t f = run.file_.get();
@@ -165,10 +167,12 @@ void RunFile::flush() {
 
 void RunFile::publish() {
   flush();
-  file_.reset();
+  H5_CHECK(H5Fclose(file_.release()));  // a file that cannot be closed cleanly is not published
   const std::string tmp = final_path_ + ".tmp";
-  DB_REQUIRE(std::rename(tmp.c_str(), final_path_.c_str()) == 0,
-             "cannot rename " + tmp + " to " + final_path_);
+  if (std::rename(tmp.c_str(), final_path_.c_str()) != 0) {
+    throw_if_environment_errno(errno, tmp);
+    DB_REQUIRE(false, "cannot rename " + tmp + " to " + final_path_);
+  }
 }
 
 std::string read_string_attribute(hid_t object, const std::string& name) {

@@ -1,6 +1,7 @@
 #include "sweep/shape_solver.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
 #include "model/model.hpp"
@@ -39,24 +40,36 @@ Shape make_shape(int n_layer, int d_model, const ShapeRule& rule, int vocab_size
   return shape;
 }
 
+namespace {
+std::string format_count(double count) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", count);
+  return text;
+}
+}  // namespace
+
 Shape solve_shape(double budget, BudgetKind kind, int n_layer, const ShapeRule& rule,
                   int vocab_size) {
   DB_REQUIRE(budget > 0 && n_layer >= 1, "shape solver: budget and depth must be positive");
-  const auto count = [&](const Shape& s) {
+  const auto count = [&](int64_t k) {
+    const Shape s = make_shape(n_layer, int(k * rule.width_step()), rule, vocab_size);
     return double(kind == BudgetKind::total ? s.counts.total : s.counts.backbone);
   };
-  // The count grows with d, so walk the grid until it passes the budget and keep the nearer side.
-  const int step = rule.width_step();
-  Shape best = make_shape(n_layer, step, rule, vocab_size);
-  for (int d = 2 * step; count(best) < budget; d += step) {
-    Shape next = make_shape(n_layer, d, rule, vocab_size);
-    if (count(next) >= budget) {
-      if (std::abs(count(next) - budget) < std::abs(count(best) - budget)) best = next;
-      break;
-    }
-    best = next;
+  // The count grows with d = k·step: bisect k over a bounded grid (widths up to 2^20), then keep
+  // the nearer of the two widths around the budget.
+  const int64_t max_k = (int64_t(1) << 20) / rule.width_step();
+  DB_REQUIRE(count(max_k) >= budget,
+             "suite.budget of " + format_count(budget) + " parameters needs d_model > " +
+                 std::to_string(max_k * rule.width_step()) + " at L = " +
+                 std::to_string(n_layer) + ", beyond what DepthBench trains");
+  int64_t low = 1, high = max_k;  // invariant: count(high) >= budget
+  if (count(low) >= budget) high = low;
+  while (high - low > 1) {
+    const int64_t mid = low + (high - low) / 2;
+    (count(mid) >= budget ? high : low) = mid;
   }
-  return best;
+  const int64_t k = std::abs(count(low) - budget) <= std::abs(count(high) - budget) ? low : high;
+  return make_shape(n_layer, int(k * rule.width_step()), rule, vocab_size);
 }
 
 }  // namespace db::sweep

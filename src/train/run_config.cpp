@@ -3,6 +3,8 @@
 #include <glob.h>
 
 #include <boost/program_options.hpp>
+#include <cmath>
+#include <utility>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -32,15 +34,42 @@ T parse_number(const std::string& key, const std::string& text) {
     T value;
     if constexpr (std::is_floating_point_v<T>)
       value = T(std::stod(text, &used));
-    else
-      value = T(std::stoll(text, &used));
+    else {
+      const long long wide = std::stoll(text, &used);
+      if (!std::in_range<T>(wide)) throw std::out_of_range(text);
+      value = T(wide);
+    }
     if (used != text.size()) throw std::invalid_argument(text);
+    if constexpr (std::is_floating_point_v<T>)
+      if (!std::isfinite(value)) throw std::invalid_argument(text);
     return value;
   } catch (const std::exception&) {
     throw Error(key + ": '" + text + "' is not a " +
-                (std::is_floating_point_v<T> ? "number" : "whole number"));
+                (std::is_floating_point_v<T> ? "finite number" : "whole number in range"));
   }
 }
+
+// The allowed values of a number key, checked where the key is read so the message names the
+// key, the value and the range (a bad value must never surface later as a crash or divergence).
+struct Range {
+  double low = -HUGE_VAL, high = HUGE_VAL;
+  bool low_open = false;  // low itself excluded (e.g. a learning rate > 0)
+
+  static Range at_least(double low) { return {low, HUGE_VAL, false}; }
+  static Range above(double low) { return {low, HUGE_VAL, true}; }
+  static Range between(double low, double high) { return {low, high, false}; }
+  bool contains(double v) const { return (low_open ? v > low : v >= low) && v <= high; }
+  std::string text() const {
+    const std::string lo = format_number(low);
+    if (high == HUGE_VAL) return std::string(low_open ? "> " : "≥ ") + lo;
+    return (low_open ? "in (" : "in [") + lo + ", " + format_number(high) + "]";
+  }
+  static std::string format_number(double v) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", v);
+    return buffer;
+  }
+};
 
 std::string format_double(double v) {
   char buffer[32];
@@ -49,8 +78,14 @@ std::string format_double(double v) {
 }
 
 template <class T>
-Key number_key(const std::string& name, T& field, const std::string& help) {
-  return {name, help, [&field, name](const std::string& t) { field = parse_number<T>(name, t); },
+Key number_key(const std::string& name, T& field, const std::string& help, Range range = {}) {
+  return {name, help,
+          [&field, name, range](const std::string& t) {
+            const T value = parse_number<T>(name, t);
+            if (!range.contains(double(value)))
+              throw Error(name + " = " + t + ": must be " + range.text());
+            field = value;
+          },
           [&field] {
             if constexpr (std::is_floating_point_v<T>)
               return format_double(field);
@@ -61,6 +96,18 @@ Key number_key(const std::string& name, T& field, const std::string& help) {
 
 Key text_key(const std::string& name, std::string& field, const std::string& help) {
   return {name, help, [&field](const std::string& t) { field = t; }, [&field] { return field; }};
+}
+
+// A name that becomes part of a file name: it must stay inside the output directory.
+Key name_key(const std::string& name, std::string& field, const std::string& help) {
+  return {name, help,
+          [&field, name](const std::string& t) {
+            if (t.find('/') != std::string::npos || t.find('\\') != std::string::npos ||
+                t == "." || t == "..")
+              throw Error(name + " = '" + t + "': must be a plain name without path separators");
+            field = t;
+          },
+          [&field] { return field; }};
 }
 
 Key bool_key(const std::string& name, bool& field, const std::string& help) {
@@ -104,46 +151,59 @@ std::vector<Key> keys_of(RunConfig& c) {
   Recipe& r = c.recipe;
   std::vector<Key> keys = {
       text_key("model.arch", m.arch, "residual design: " + design_names()),
-      number_key("model.n_layer", m.n_layer, "number of blocks L"),
-      number_key("model.d_model", m.d_model, "model width d"),
-      number_key("model.n_head", m.n_head, "query heads H (head_dim = d / H)"),
-      number_key("model.n_kv_head", m.n_kv_head, "key/value heads (0 = n_head, MHA)"),
-      number_key("model.ff", m.ff, "SwiGLU hidden size (0 = ceil16(8d/3))"),
-      number_key("model.vocab_size", m.vocab_size, "vocabulary size V"),
+      number_key("model.n_layer", m.n_layer, "number of blocks L",
+                 Range::between(1, 100000)),
+      number_key("model.d_model", m.d_model, "model width d", Range::between(1, 1 << 20)),
+      number_key("model.n_head", m.n_head, "query heads H (head_dim = d / H)",
+                 Range::between(1, 1 << 16)),
+      number_key("model.n_kv_head", m.n_kv_head, "key/value heads (0 = n_head, MHA)",
+                 Range::between(0, 1 << 16)),
+      number_key("model.ff", m.ff, "SwiGLU hidden size (0 = ceil16(8d/3))",
+                 Range::between(0, 1 << 22)),
+      number_key("model.vocab_size", m.vocab_size, "vocabulary size V", Range::between(2, 1 << 30)),
       bool_key("model.qk_norm", m.qk_norm, "RMSNorm on q and k per head before RoPE"),
-      number_key("model.rope_theta", m.rope_theta, "RoPE base θ"),
-      number_key("model.norm_eps", m.norm_eps, "RMSNorm epsilon"),
-      number_key("model.init_std", m.init_std, "std of the truncated-normal init"),
-      number_key("train.learning_rate", r.learning_rate, "peak learning rate"),
-      number_key("train.min_lr_ratio", r.min_lr_ratio, "final learning rate / peak"),
-      number_key("train.warmup_fraction", r.warmup_fraction, "fraction of steps of linear warm-up"),
-      number_key("train.beta1", r.beta1, "AdamW β1"),
-      number_key("train.beta2", r.beta2, "AdamW β2"),
-      number_key("train.adam_eps", r.adam_eps, "AdamW epsilon"),
-      number_key("train.weight_decay", r.weight_decay, "decoupled weight decay"),
-      number_key("train.grad_clip", r.grad_clip, "global gradient-norm clip (0 = off)"),
-      number_key("train.steps", r.steps, "optimizer steps"),
-      number_key("train.global_batch", r.global_batch_sequences, "sequences per optimizer step"),
+      number_key("model.rope_theta", m.rope_theta, "RoPE base θ", Range::above(1)),
+      number_key("model.norm_eps", m.norm_eps, "RMSNorm epsilon", Range::above(0)),
+      number_key("model.init_std", m.init_std, "std of the truncated-normal init",
+                 Range::above(0)),
+      number_key("train.learning_rate", r.learning_rate, "peak learning rate", Range::above(0)),
+      number_key("train.min_lr_ratio", r.min_lr_ratio, "final learning rate / peak",
+                 Range::between(0, 1)),
+      number_key("train.warmup_fraction", r.warmup_fraction, "fraction of steps of linear warm-up",
+                 Range::between(0, 1)),
+      number_key("train.beta1", r.beta1, "AdamW β1", Range::between(0, 0.999999)),
+      number_key("train.beta2", r.beta2, "AdamW β2", Range::between(0, 0.999999)),
+      number_key("train.adam_eps", r.adam_eps, "AdamW epsilon", Range::above(0)),
+      number_key("train.weight_decay", r.weight_decay, "decoupled weight decay", Range::at_least(0)),
+      number_key("train.grad_clip", r.grad_clip, "global gradient-norm clip (0 = off)",
+                 Range::at_least(0)),
+      number_key("train.steps", r.steps, "optimizer steps", Range::at_least(1)),
+      number_key("train.global_batch", r.global_batch_sequences, "sequences per optimizer step",
+                 Range::at_least(1)),
       number_key("train.micro_batch", r.micro_batch_sequences,
-                 "sequences per forward pass per rank"),
-      number_key("train.seq_len", r.seq_len, "tokens per sequence T"),
+                 "sequences per forward pass per rank", Range::at_least(1)),
+      number_key("train.seq_len", r.seq_len, "tokens per sequence T", Range::between(2, 1 << 24)),
       number_key("train.seed", c.seed, "seed of the init and the data order"),
-      number_key("train.threads", c.threads, "CPU threads per rank (0 = cores / local ranks)"),
-      number_key("train.log_interval", c.log_interval, "steps between progress lines"),
-      number_key("train.val_interval", c.val_interval, "steps between validations"),
-      number_key("train.val_windows", c.val_windows, "validation windows per evaluation"),
+      number_key("train.threads", c.threads, "CPU threads per rank (0 = cores / local ranks)",
+                 Range::between(0, 4096)),
+      number_key("train.log_interval", c.log_interval, "steps between progress lines",
+                 Range::at_least(1)),
+      number_key("train.val_interval", c.val_interval, "steps between validations", Range::at_least(1)),
+      number_key("train.val_windows", c.val_windows, "validation windows per evaluation",
+                 Range::at_least(1)),
       number_key("train.divergence_margin", c.divergence_margin,
-                 "diverged when loss > ln(V) + margin"),
+                 "diverged when loss > ln(V) + margin", Range::above(0)),
       number_key("train.checkpoint_interval", c.checkpoint_interval,
-                 "steps between checkpoints (0 = none)"),
+                 "steps between checkpoints (0 = none)", Range::at_least(0)),
       text_key("train.backend", c.backend, "cpu | cuda"),
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
-      number_key("data.dtype_bytes", c.data.dtype_bytes, "OLMo raw token width: 2 or 4"),
+      number_key("data.dtype_bytes", c.data.dtype_bytes, "OLMo raw token width: 2 or 4",
+                 Range::between(2, 4)),
       text_key("output.dir", c.out_dir, "directory of run files"),
-      text_key("output.name", c.name, "run name (default: derived)"),
-      text_key("output.suite", c.suite, "suite name recorded in the run file"),
+      name_key("output.name", c.name, "run name (default: derived)"),
+      name_key("output.suite", c.suite, "suite name recorded in the run file"),
   };
   // Design knobs: model.<key>, stored by name; missing keys take the design's default.
   for (const DesignInfo& design : all_designs())

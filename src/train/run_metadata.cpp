@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
+#include "ops/cpu/gemm.hpp"
 
 namespace db {
 namespace {
@@ -29,18 +31,38 @@ std::string joined(const std::vector<std::string>& items) {
 
 }  // namespace
 
+bool changes_results(const std::string& ini_line) {
+  const char* const ignored[] = {"threads", "log_interval", "checkpoint_interval", "dir ", "name "};
+  for (const char* key : ignored)
+    if (ini_line.rfind(key, 0) == 0) return false;
+  return true;
+}
+
 std::string run_id(const RunConfig& config) {
   std::istringstream in(config.to_ini());
   std::string line, identity;
-  const char* const ignored[] = {"threads", "log_interval", "checkpoint_interval", "dir ", "name "};
-  while (std::getline(in, line)) {
-    bool skip = false;
-    for (const char* key : ignored) skip = skip || line.rfind(key, 0) == 0;
-    if (!skip) identity += line + "\n";
-  }
+  while (std::getline(in, line))
+    if (changes_results(line)) identity += line + "\n";
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash_string(identity));
   return hex;
+}
+
+std::map<std::string, std::string> result_keys(const std::string& ini_text) {
+  std::map<std::string, std::string> keys;
+  std::istringstream in(ini_text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos || !changes_results(line)) continue;
+    keys[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return keys;
 }
 
 std::string iso_time_now() {
@@ -91,6 +113,9 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed)
   f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
   f.set_attribute("backend", c.backend);
   f.set_attribute("device_name", cpu_model_name());
+  // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.
+  f.set_attribute("cpu_threads", int64_t(cpu::cpu_threads()));
+  f.set_attribute("blas_core", cpu::blas_core_name());
   f.set_attribute("ranks", int64_t(ranks));
   f.set_attribute("software_version", std::string(software_version()));
   f.set_attribute("git_commit", std::string(git_commit()));

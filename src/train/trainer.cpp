@@ -10,6 +10,7 @@
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
+#include "core/fault.hpp"
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
 #include "io/checkpoint.hpp"
@@ -17,6 +18,7 @@
 #include "model/model.hpp"
 #include "ops/cpu/gemm.hpp"
 #include "train/adamw.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
 
@@ -39,10 +41,10 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-// The mean loss of each validation window, computed data-parallel and summed to every rank.
-std::vector<double> validation_window_losses(Model<float>& model, const data::TokenDataset& val,
-                                             int64_t windows, int seq_len,
-                                             const Communicator& comm) {
+// This rank's share of the validation windows (window w on rank w mod ranks); the others stay 0
+// until the losses are summed over the ranks.
+std::vector<double> local_window_losses(Model<float>& model, const data::TokenDataset& val,
+                                        int64_t windows, int seq_len, const Communicator& comm) {
   std::vector<double> losses(windows, 0.0);
   std::vector<int32_t> tokens(seq_len);
   for (int64_t w = comm.rank(); w < windows; w += comm.size()) {
@@ -50,7 +52,6 @@ std::vector<double> validation_window_losses(Model<float>& model, const data::To
     losses[w] =
         model.forward_loss(tokens.data(), 1, seq_len) / Model<float>::targets_per_window(seq_len);
   }
-  comm.allreduce_sum(std::span<double>(losses));
   return losses;
 }
 
@@ -74,6 +75,28 @@ std::pair<double, double> bootstrap_interval(const std::vector<double>& v) {
   return {means[24], means[974]};
 }
 
+// Records a run that could not train as `failed`, keeping the curves logged so far when the
+// unfinished file is readable. Rank 0 only.
+void record_failure(const RunConfig& config, int ranks, const std::string& reason) {
+  const RunPaths paths = RunPaths::of(config);
+  std::optional<RunFile> reopened;
+  try {
+    if (std::filesystem::exists(paths.run_file + ".tmp"))
+      reopened.emplace(RunFile::resume(paths.run_file, INT64_MAX));
+  } catch (const std::exception&) {
+  }
+  RunFile file = reopened ? std::move(*reopened) : RunFile::create(paths.run_file);
+  try {
+    write_run_metadata(file, config, ranks);
+  } catch (const std::exception&) {  // e.g. an unknown design: the status still tells
+  }
+  file.set_attribute("status", std::string("failed"));
+  file.set_attribute("end_time", iso_time_now());
+  file.set_attribute("status_reason", reason);
+  file.set_attribute("status_step", int64_t(-1));
+  file.publish();
+}
+
 class TrainingRun {
  public:
   TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose)
@@ -82,17 +105,27 @@ class TrainingRun {
         verbose_(verbose && comm.rank() == 0),
         paths_(RunPaths::of(config)),
         model_(config.model),
-        optimizer_(model_.layout(), config.recipe) {}
+        optimizer_(model_.layout(), config.recipe),
+        flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
 
   TrainResult run();
 
  private:
   bool rank0() const { return comm_.rank() == 0; }
+  // Runs body on every rank and agrees on what went wrong (core/fault.hpp): the only way a
+  // step may fail, so that every rank of the run leaves at the same point.
+  template <class Body>
+  Fault collectively(Body&& body) {
+    return agree_on_fault(comm_, capture_fault(body));
+  }
   void open_data();
   void start_or_resume();
-  double train_step(int64_t step);
-  void validate(int64_t step, bool final);
+  double local_forward_backward(int64_t step, double grad_scale);
+  void log_step(int64_t step, const CurveRow& row, double eta_seconds);
+  Fault validate(int64_t step, bool final);
   void save_checkpoint(int64_t steps_done);
+  void write_final_results();
+  TrainResult end_early(const Fault& fault, int64_t step);
   TrainResult finish(TrainResult result);
 
   const RunConfig& config_;
@@ -101,6 +134,7 @@ class TrainingRun {
   RunPaths paths_;
   Model<float> model_;
   AdamW<float> optimizer_;
+  double flops_per_token_;
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
   std::optional<RunFile> file_;
@@ -148,8 +182,8 @@ void TrainingRun::start_or_resume() {
     best_val_ = checkpoint->best_val_loss;
     best_step_ = checkpoint->best_step;
     if (rank0()) {
-      // A process killed while writing NAME.h5.tmp (kill -9, node failure) can leave it
-      // unreadable: continue from the copy taken with the checkpoint.
+      // A process killed while writing NAME.h5.tmp (kill -9, node failure, a full disk) can
+      // leave it unreadable: continue from the copy taken with the checkpoint.
       if (std::filesystem::exists(paths_.checkpoint_run_file))
         std::filesystem::copy_file(paths_.checkpoint_run_file, paths_.run_file + ".tmp",
                                    std::filesystem::copy_options::overwrite_existing);
@@ -160,9 +194,11 @@ void TrainingRun::start_or_resume() {
                   (long long)start_step_);
   } else {
     model_.initialize(config_.seed);
-    std::filesystem::remove(paths_.checkpoint);
-    std::filesystem::remove(paths_.checkpoint_run_file);
-    if (rank0()) file_.emplace(RunFile::create(paths_.run_file));
+    if (rank0()) {
+      std::filesystem::remove(paths_.checkpoint);
+      std::filesystem::remove(paths_.checkpoint_run_file);
+      file_.emplace(RunFile::create(paths_.run_file));
+    }
   }
   if (rank0()) {
     write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0);
@@ -171,15 +207,15 @@ void TrainingRun::start_or_resume() {
   }
 }
 
-double TrainingRun::train_step(int64_t step) {
+// Forward and backward of this rank's sequences of the global batch (positions
+// step·G + rank·share + j of the window order), gradients accumulated over micro-batches.
+// Returns this rank's loss sum; nothing here is collective.
+double TrainingRun::local_forward_backward(int64_t step, double grad_scale) {
   const Recipe& r = config_.recipe;
   const int T = r.seq_len;
   const int64_t share = r.global_batch_sequences / comm_.size();
-  const double grad_scale =
-      1.0 / (double(r.global_batch_sequences) * Model<float>::targets_per_window(T));
   model_.params().zero_grads();
   double loss_sum = 0;
-  // This rank's sequences of the global batch: positions step·G + rank·share + j of the order.
   for (int64_t first = 0; first < share; first += r.micro_batch_sequences) {
     const int64_t micro = std::min(r.micro_batch_sequences, share - first);
     batch_tokens_.resize(micro * T);
@@ -189,23 +225,46 @@ double TrainingRun::train_step(int64_t step) {
     }
     loss_sum += model_.forward_backward(batch_tokens_.data(), micro, T, grad_scale);
   }
-  comm_.allreduce_sum(model_.params().grads());
-  return comm_.allreduce_sum(loss_sum) * grad_scale;
+  return loss_sum;
 }
 
-void TrainingRun::validate(int64_t step, bool final) {
+void TrainingRun::log_step(int64_t step, const CurveRow& row, double eta_seconds) {
+  const Recipe& r = config_.recipe;
+  // Curve rows depend on the step only (not on where a resumed run started), so a resumed run
+  // logs exactly the rows of one never interrupted.
+  const bool log = (step + 1) % config_.log_interval == 0 || step == 0 || step + 1 == r.steps;
+  if (rank0() && log) file_->append(row);
+  if (verbose_ && (log || step == start_step_)) {
+    std::printf("%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
+                config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps,
+                row.train_loss, row.learning_rate, row.tokens_per_second,
+                flops_per_token_ * row.tokens_per_second * 1e-9,
+                format_duration(eta_seconds).c_str());
+    std::fflush(stdout);
+  }
+}
+
+Fault TrainingRun::validate(int64_t step, bool final) {
   const int64_t windows = std::min(config_.val_windows, val_->num_windows());
-  last_val_windows_ =
-      validation_window_losses(model_, *val_, windows, config_.recipe.seq_len, comm_);
+  std::vector<double> losses;
+  const Fault read = collectively([&] {
+    DB_REQUIRE(windows >= 1, "the validation files hold no window of train.seq_len + 1 tokens");
+    losses = local_window_losses(model_, *val_, windows, config_.recipe.seq_len, comm_);
+  });
+  if (read) return read;
+  comm_.allreduce_sum(std::span<double>(losses));
+  last_val_windows_ = std::move(losses);
   last_val_ = mean(last_val_windows_);
   if (last_val_ < best_val_) {
     best_val_ = last_val_;
     best_step_ = step;
   }
-  if (rank0()) file_->append_validation(step, last_val_);
   if (verbose_)
     std::printf("%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
                 (long long)step, last_val_, final ? " (final)" : "");
+  return collectively([&] {
+    if (rank0()) file_->append_validation(step, last_val_);
+  });
 }
 
 void TrainingRun::save_checkpoint(int64_t steps_done) {
@@ -229,29 +288,75 @@ void TrainingRun::save_checkpoint(int64_t steps_done) {
   write_checkpoint(paths_.checkpoint, c);
 }
 
+void TrainingRun::write_final_results() {
+  if (!rank0()) return;
+  const auto [low, high] = bootstrap_interval(last_val_windows_);
+  file_->set_final("val_loss", last_val_);
+  file_->set_final("val_loss_ci_low", low);
+  file_->set_final("val_loss_ci_high", high);
+  file_->set_final("best_val_loss", best_val_);
+  file_->set_final("best_step", double(best_step_));
+  file_->set_final("train_windows_consumed",
+                   double(config_.recipe.steps * config_.recipe.global_batch_sequences));
+}
+
+// A run that cannot go on: a stop signal checkpoints first; a fault of the machine leaves the
+// run resumable from its last checkpoint; anything else is a recorded failure.
+TrainResult TrainingRun::end_early(const Fault& fault, int64_t step) {
+  switch (fault.kind) {
+    case FaultKind::stop: {
+      const Fault saved = collectively([&] { save_checkpoint(step); });
+      if (saved) return end_early(saved, step);
+      return finish({"interrupted", "stop signal, checkpoint written", step});
+    }
+    case FaultKind::environment: {
+      TrainResult result{"interrupted", fault.reason, step};
+      result.environment_fault = true;
+      return finish(result);
+    }
+    default:
+      return finish({"failed", fault.reason, step});
+  }
+}
+
+// Records how the run ended (rank 0 writes, every rank agrees on the outcome) and closes the run
+// file on every path: a file left open would be flushed again by HDF5 at exit.
 TrainResult TrainingRun::finish(TrainResult result) {
-  if (!rank0()) return result;
-  file_->set_attribute("status_reason", result.reason);
-  file_->set_attribute("status_step", result.status_step);
-  if (result.status == "interrupted") {  // stays NAME.h5.tmp with status running: resumable
-    file_->flush();
-    return result;
+  const Fault written = collectively([&] {
+    if (!rank0()) return;
+    if (!file_) {  // the run file could not even be opened
+      if (result.status == "failed") record_failure(config_, comm_.size(), result.reason);
+      return;
+    }
+    file_->set_attribute("status_reason", result.reason);
+    file_->set_attribute("status_step", result.status_step);
+    if (result.status == "interrupted") {  // stays NAME.h5.tmp with status running: resumable
+      file_->flush();
+      return;
+    }
+    file_->set_attribute("status", result.status);
+    file_->set_attribute("end_time", iso_time_now());
+    if (result.status == "completed") {
+      // The final weights stay beside the run file (no optimizer state): the diagnostics load
+      // them.
+      Checkpoint weights;
+      weights.run_id = run_id(config_);
+      weights.step = config_.recipe.steps;
+      weights.best_val_loss = best_val_;
+      weights.best_step = best_step_;
+      weights.params.assign(model_.params().values().begin(), model_.params().values().end());
+      write_checkpoint(paths_.weights, weights);
+    }
+    file_->publish();
+    std::filesystem::remove(paths_.checkpoint);
+    std::filesystem::remove(paths_.checkpoint_run_file);
+  });
+  file_.reset();
+  if (written && result.status != "interrupted") {
+    // The outcome could not be recorded: the run stays unfinished (NAME.h5.tmp) and resumable.
+    result = {"interrupted", written.reason, result.status_step};
+    result.environment_fault = written.kind == FaultKind::environment;
   }
-  file_->set_attribute("status", result.status);
-  file_->set_attribute("end_time", iso_time_now());
-  if (result.status == "completed") {
-    // The final weights stay beside the run file (no optimizer state): the diagnostics load them.
-    Checkpoint weights;
-    weights.run_id = run_id(config_);
-    weights.step = config_.recipe.steps;
-    weights.best_val_loss = best_val_;
-    weights.best_step = best_step_;
-    weights.params.assign(model_.params().values().begin(), model_.params().values().end());
-    write_checkpoint(paths_.weights, weights);
-  }
-  file_->publish();
-  std::filesystem::remove(paths_.checkpoint);
-  std::filesystem::remove(paths_.checkpoint_run_file);
   return result;
 }
 
@@ -261,21 +366,20 @@ TrainResult TrainingRun::run() {
              "train.global_batch (" + std::to_string(r.global_batch_sequences) +
                  ") must be a multiple of the ranks per run (" + std::to_string(comm_.size()) +
                  ")");
-  DB_REQUIRE(r.micro_batch_sequences >= 1 && r.steps >= 1 && r.seq_len >= 2,
-             "train.micro_batch, train.steps ≥ 1 and train.seq_len ≥ 2 required");
-  start_or_resume();
-  TrainResult result;
-  try {
-    open_data();
-  } catch (const std::exception& e) {
-    return finish({"failed", e.what(), start_step_});
-  }
-  const double flops = flops_per_token(config_.model, r.seq_len);
+  if (const Fault opened = collectively([&] { start_or_resume(); }))
+    return end_early(opened, start_step_);
+  if (const Fault read = collectively([&] { open_data(); })) return end_early(read, start_step_);
   const double max_loss = std::log(double(config_.model.vocab_size)) + config_.divergence_margin;
+  const double grad_scale =
+      1.0 / (double(r.global_batch_sequences) * Model<float>::targets_per_window(r.seq_len));
   const auto t_start = Clock::now();
   for (int64_t step = start_step_; step < r.steps; ++step) {
     const auto t0 = Clock::now();
-    const double loss = train_step(step);
+    double loss = 0;
+    if (const Fault f = collectively([&] { loss = local_forward_backward(step, grad_scale); }))
+      return end_early(f, step);
+    comm_.allreduce_sum(model_.params().grads());
+    loss = comm_.allreduce_sum(loss) * grad_scale;
     const double norm = global_norm<float>(model_.params().grads());
     const double lr = learning_rate_at(r, step);
     const double clip = (r.grad_clip > 0 && norm > r.grad_clip) ? r.grad_clip / norm : 1.0;
@@ -292,44 +396,28 @@ TrainResult TrainingRun::run() {
     optimizer_.step(model_.params().values(), model_.params().grads(), lr, clip);
     const double step_time = seconds_since(t0);
     const double tokens_per_second = r.tokens_per_step() / step_time;
-    // Curve rows depend on the step only (not on where a resumed run started), so a resumed run
-    // logs exactly the rows of one never interrupted.
-    const bool log = (step + 1) % config_.log_interval == 0 || step == 0 || step + 1 == r.steps;
-    if (rank0() && log) {
-      file_->append({step, (step + 1) * r.tokens_per_step(), loss, lr, norm, step_time,
-                     tokens_per_second, 0.0});
-    }
-    if (verbose_ && (log || step == start_step_)) {
-      const double elapsed = seconds_since(t_start);
-      const double eta = elapsed / double(step + 1 - start_step_) * double(r.steps - step - 1);
-      std::printf("%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
-                  config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps, loss, lr,
-                  tokens_per_second, flops * tokens_per_second * 1e-9,
-                  format_duration(eta).c_str());
-      std::fflush(stdout);
-    }
     const int64_t done = step + 1;
-    if (done % config_.val_interval == 0 && done < r.steps) validate(done, false);
-    if (config_.checkpoint_interval > 0 && done % config_.checkpoint_interval == 0 &&
-        done < r.steps)
-      save_checkpoint(done);
-    if (comm_.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0 && done < r.steps) {
-      save_checkpoint(done);
-      return finish({"interrupted", "stop signal, checkpoint written", done});
+    const double eta = seconds_since(t_start) / double(done - start_step_) * double(r.steps - done);
+    // Faults of this step's bookkeeping are agreed once at its end, which also carries a stop
+    // signal seen by any rank to all of them; validation agrees on its own.
+    Fault f = capture_fault([&] {
+      log_step(step, {step, done * r.tokens_per_step(), loss, lr, norm, step_time,
+                      tokens_per_second, 0.0},
+               eta);
+    });
+    if (done % config_.val_interval == 0 && done < r.steps) {
+      f = agree_on_fault(comm_, f);
+      if (!f) f = validate(done, false);
     }
+    if (!f && config_.checkpoint_interval > 0 && done % config_.checkpoint_interval == 0 &&
+        done < r.steps)
+      f = capture_fault([&] { save_checkpoint(done); });
+    if (!f && done < r.steps && stop_requested()) f = {FaultKind::stop, "stop signal"};
+    if (const Fault agreed = agree_on_fault(comm_, f)) return end_early(agreed, done);
   }
-  validate(r.steps, true);
-  const auto [low, high] = bootstrap_interval(last_val_windows_);
-  if (rank0()) {
-    file_->set_final("val_loss", last_val_);
-    file_->set_final("val_loss_ci_low", low);
-    file_->set_final("val_loss_ci_high", high);
-    file_->set_final("best_val_loss", best_val_);
-    file_->set_final("best_step", double(best_step_));
-    file_->set_final("train_windows_consumed", double(r.steps * r.global_batch_sequences));
-  }
-  result = {"completed", "", r.steps, last_val_, seconds_since(t_start)};
-  return finish(result);
+  if (const Fault f = validate(r.steps, true)) return end_early(f, r.steps);
+  if (const Fault f = collectively([&] { write_final_results(); })) return end_early(f, r.steps);
+  return finish({"completed", "", r.steps, last_val_, seconds_since(t_start)});
 }
 
 }  // namespace
@@ -350,35 +438,25 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   cpu::set_cpu_threads(config.threads > 0 ? config.threads : comm.threads_per_rank_on_node());
   const auto t0 = Clock::now();
   TrainResult result;
-  try {
-    // The trainer runs the CPU backend; a run asking for CUDA gets a clear error, never a
-    // silent CPU run (the CUDA ops exist, the CUDA model path does not yet: doc/cuda.md).
-    if (choose_backend(config.backend) == Backend::cuda)
-      throw Error("training on the CUDA backend is not available yet (train.backend = " +
-                  config.backend + "); use train.backend = cpu");
-    TrainingRun run(config, comm, verbose);
-    result = run.run();
-  } catch (const std::exception& e) {
-    // A run that throws is recorded as failed when its file can be written; the caller goes on.
-    result = {"failed", e.what(), -1, 0, 0};
+  std::optional<TrainingRun> run;
+  Fault fault = agree_on_fault(comm, capture_fault([&] {
+                                 // The trainer runs the CPU backend; a run asking for CUDA gets a
+                                 // clear error, never a silent CPU run (doc/cuda.md).
+                                 if (choose_backend(config.backend) == Backend::cuda)
+                                   throw Error("training on the CUDA backend is not available "
+                                               "yet (train.backend = " +
+                                               config.backend + "); use train.backend = cpu");
+                                 check_memory(config);
+                                 run.emplace(config, comm, verbose);
+                               }));
+  if (!fault) fault = capture_fault([&] { result = run->run(); });
+  if (fault) {
+    // Only an error raised identically on every rank gets here (the run's own faults are agreed
+    // inside it): a config the run cannot start with is recorded as failed.
+    result = {"failed", fault.reason, -1, 0, 0};
     if (comm.rank() == 0) {
       try {
-        std::optional<RunFile> reopened;
-        try {  // keep the curves logged so far when the unfinished file is readable
-          if (std::filesystem::exists(paths.run_file + ".tmp"))
-            reopened.emplace(RunFile::resume(paths.run_file, INT64_MAX));
-        } catch (const std::exception&) {
-        }
-        RunFile file = reopened ? std::move(*reopened) : RunFile::create(paths.run_file);
-        try {
-          write_run_metadata(file, config, comm.size());
-        } catch (const std::exception&) {  // e.g. an unknown design: the status still tells
-        }
-        file.set_attribute("status", std::string("failed"));
-        file.set_attribute("end_time", iso_time_now());
-        file.set_attribute("status_reason", std::string(e.what()));
-        file.set_attribute("status_step", int64_t(-1));
-        file.publish();
+        record_failure(config, comm.size(), fault.reason);
       } catch (const std::exception&) {
       }
     }

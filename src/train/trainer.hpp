@@ -17,6 +17,7 @@ struct TrainResult {
   int64_t status_step = -1;
   double final_val_loss = 0;
   double seconds = 0;
+  bool environment_fault = false;  // interrupted by the machine (disk full, I/O error)
 };
 
 // Paths of a run's files in its output directory.

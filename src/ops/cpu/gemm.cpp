@@ -4,26 +4,71 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
 namespace db::cpu {
 namespace {
+
 CBLAS_TRANSPOSE op(bool trans) {
   return trans ? CblasTrans : CblasNoTrans;
 }
+
+void blas(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, op(ta), op(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void blas(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda,
+          const double* B, int ldb, double beta, double* C, int ldc) {
+  cblas_dgemm(CblasRowMajor, op(ta), op(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Panel width along the split dimension: a function of the shape only, never of the thread
+// count. At most ~32 panels (enough work for every core of a node), at least 64 rows or columns
+// (so each single-threaded call still runs BLAS's blocked kernels), a multiple of 16 (the
+// vector width of every kernel, so no panel ends in a slower edge kernel mid-matrix).
+int panel_width(int extent) {
+  const int per_panel = std::max(64, (extent + 31) / 32);
+  return (per_panel + 15) / 16 * 16;
+}
+
+// OpenBLAS's own threading splits a product differently for each thread count, and on some
+// kernels (Haswell on AMD EPYC) that changes the last bits. We therefore cut the output into
+// fixed panels along its longer side and multiply each panel with single-threaded BLAS, the
+// panels in parallel: the same shape gives the same bits on any number of threads.
+template <class T>
+void panelled_gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda,
+                   const T* B, int ldb, T beta, T* C, int ldc) {
+  const bool split_rows = M >= N;
+  const int extent = split_rows ? M : N;
+  const int width = panel_width(extent);
+  const int panels = (extent + width - 1) / width;
+#pragma omp parallel for schedule(static) if (panels > 1)
+  for (int p = 0; p < panels; ++p) {
+    const int begin = p * width, size = std::min(extent, begin + width) - begin;
+    if (split_rows) {  // rows of op(A) and of C
+      const T* a = ta ? A + begin : A + static_cast<size_t>(begin) * lda;
+      blas(ta, tb, size, N, K, alpha, a, lda, B, ldb, beta, C + static_cast<size_t>(begin) * ldc,
+           ldc);
+    } else {  // columns of op(B) and of C
+      const T* b = tb ? B + static_cast<size_t>(begin) * ldb : B + begin;
+      blas(ta, tb, M, size, K, alpha, A, lda, b, ldb, beta, C + begin, ldc);
+    }
+  }
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc) {
-  cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), M, N, K, alpha, A, lda, B, ldb, beta, C,
-              ldc);
+  panelled_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const double* A, int lda,
           const double* B, int ldb, double beta, double* C, int ldc) {
-  cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), M, N, K, alpha, A, lda, B, ldb, beta, C,
-              ldc);
+  panelled_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 std::string blas_core_name() {
@@ -44,7 +89,7 @@ void select_blas_kernels(char** argv) {
 void set_cpu_threads(int threads) {
   if (threads < 1) threads = 1;
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  openblas_set_num_threads(1);  // gemm() parallelises over its own fixed panels
 }
 
 int cpu_threads() {
