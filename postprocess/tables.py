@@ -226,10 +226,12 @@ def ranking_table(panel: Panel) -> Table:
                      Value(c.aspect_ratio, digits=2), c.n_layer, c.d_model,
                      format_lr(c.best_learning_rate),
                      Value(e.mean_rank, digits=2), e.shapes_ranked,
-                     panel.trend(e.arch).direction, e.vs_next])
+                     depth_trend(panel, e.arch).verdict, e.vs_next])
     notes = ["Each design at its best shape and learning rate; designs ordered by that loss. "
              "'mean rank' averages the design's rank over the shapes where it has a result.",
-             _noise_note() + " 'vs next' compares with the design ranked below."]
+             _noise_note() + " 'vs next' compares with the design ranked below.",
+             "trend with depth: the bootstrap verdict of the trend table (a direction only "
+             "where the interval supports it)."]
     unranked = [names.design_title(a) for a in panel.designs if panel.trend(a).optimal is None]
     if unranked:
         notes.append("No completed run at any shape: " + ", ".join(unranked) + ".")
