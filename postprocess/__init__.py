@@ -6,6 +6,9 @@ Scripting entry points:
     panel = a.panel("main400m")
     panel.trend("hc").slope_per_log_aspect_ratio
     build_report("runs/", "report/")           # everything, as the command does
+    depth_trend.depth_trend(panel, "hc")       # slope, bootstrap interval, verdict
+    findings.check_all(a.panels)               # the paper's findings against this directory
+    compare.compare_table("runs_a/", "runs_b/")
 See doc/postprocess.md.
 """
 from .loading import NoRunFilesError, Run, RunSet, load_runs, read_run
