@@ -217,11 +217,11 @@ def render_html(report: Report) -> str:
            "<h1>DepthBench report</h1>", "<ul>"]
     out += [f"<li>{_inline(line)}</li>" for line in overview_lines(report)]
     out.append("</ul>")
-    out.append("<nav>" + "".join(f"<a href=\"#s{i}\">{html.escape(s.title)}</a>"
+    out.append("<nav>" + "".join(f"<a href=\"#s{i}\">{_inline(s.title)}</a>"
                                  for i, s in enumerate(report.sections))
                + "<a href=\"#figures\">Figures</a></nav>")
     for i, section in enumerate(report.sections):
-        out.append(f"<h2 id=\"s{i}\">{html.escape(section.title)}</h2>")
+        out.append(f"<h2 id=\"s{i}\">{_inline(section.title)}</h2>")
         out += [f"<p>{_inline(t)}</p>" for t in section.text
                 if t.strip() and not t.startswith("- ")]
         items = [line[2:] for line in section.text if line.startswith("- ")]
