@@ -26,11 +26,11 @@ void blas(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, 
 }
 
 // Panel width along the split dimension: a function of the shape only, never of the thread
-// count. At most ~32 panels (enough work for every core of a node), at least 64 rows or columns
-// (so each single-threaded call still runs BLAS's blocked kernels), a multiple of 16 (the
-// vector width of every kernel, so no panel ends in a slower edge kernel mid-matrix).
+// count. Each panel repacks the other operand, so panels are wide (at least 256 rows or columns:
+// the cost against OpenBLAS's own threading is measured in doc/performance.md) and at most
+// 16 of them share the cores; a multiple of 16, the widest vector kernel of OpenBLAS.
 int panel_width(int extent) {
-  const int per_panel = std::max(64, (extent + 31) / 32);
+  const int per_panel = std::max(256, (extent + 15) / 16);
   return (per_panel + 15) / 16 * 16;
 }
 
@@ -45,7 +45,9 @@ void panelled_gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, i
   const int extent = split_rows ? M : N;
   const int width = panel_width(extent);
   const int panels = (extent + width - 1) / width;
-#pragma omp parallel for schedule(static) if (panels > 1)
+  // Always inside a parallel region, even for one panel: OpenBLAS's OpenMP build runs
+  // single-threaded only there (elsewhere it follows OpenMP's thread count).
+#pragma omp parallel for schedule(dynamic, 1)
   for (int p = 0; p < panels; ++p) {
     const int begin = p * width, size = std::min(extent, begin + width) - begin;
     if (split_rows) {  // rows of op(A) and of C
@@ -88,8 +90,10 @@ void select_blas_kernels(char** argv) {
 
 void set_cpu_threads(int threads) {
   if (threads < 1) threads = 1;
+  // gemm() parallelises over its own fixed panels, so OpenBLAS itself runs single-threaded. In
+  // its OpenMP build openblas_set_num_threads also sets OpenMP's count: ours must come after.
+  openblas_set_num_threads(1);
   omp_set_num_threads(threads);
-  openblas_set_num_threads(1);  // gemm() parallelises over its own fixed panels
 }
 
 int cpu_threads() {
