@@ -35,6 +35,7 @@ test-quick: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 -LE "slow|gpu"
 
 bench: build
+	$(BUILD)/gemm_panels_bench 2
 	bench/cpu_vs_pytorch.sh $(BUILD) 256 4 256 4 1
 	bench/cpu_vs_pytorch.sh $(BUILD) 256 4 256 4 2
 

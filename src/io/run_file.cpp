@@ -121,6 +121,20 @@ void RunFile::set_final(const std::string& name, double value) {
                     [&](hid_t attr) { H5_CHECK(H5Awrite(attr, H5T_NATIVE_DOUBLE, &value)); });
 }
 
+void RunFile::set_final_series(const std::string& name, const std::vector<double>& values) {
+  H5Handle group = open_group(file_.get(), "final");
+  if (H5_CHECK(H5Lexists(group.get(), name.c_str(), H5P_DEFAULT)))
+    H5_CHECK(H5Ldelete(group.get(), name.c_str(), H5P_DEFAULT));
+  hsize_t dims[1] = {values.size()};
+  H5Handle space(H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  H5Handle set(H5_CHECK(H5Dcreate2(group.get(), name.c_str(), H5T_NATIVE_DOUBLE, space.get(),
+                                   H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+               H5Dclose);
+  if (!values.empty())
+    H5_CHECK(
+        H5Dwrite(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+}
+
 int64_t RunFile::rows(const char* dataset) const {
   H5Handle set(H5_CHECK(H5Dopen2(file_.get(), dataset, H5P_DEFAULT)), H5Dclose);
   H5Handle space(H5_CHECK(H5Dget_space(set.get())), H5Sclose);

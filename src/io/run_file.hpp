@@ -33,6 +33,8 @@ class RunFile {
   void set_attribute(const std::string& name, int64_t value);
   void set_attribute(const std::string& name, double value);
   void set_final(const std::string& name, double value);  // attribute of /final
+  // A float64 dataset /final/NAME (replaced if present).
+  void set_final_series(const std::string& name, const std::vector<double>& values);
 
   void append(const CurveRow& row);
   void append_validation(int64_t step, double val_loss);

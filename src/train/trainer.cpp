@@ -294,6 +294,7 @@ void TrainingRun::write_final_results() {
   file_->set_final("val_loss", last_val_);
   file_->set_final("val_loss_ci_low", low);
   file_->set_final("val_loss_ci_high", high);
+  file_->set_final_series("val_window_losses", last_val_windows_);  // for joint bootstraps
   file_->set_final("best_val_loss", best_val_);
   file_->set_final("best_step", double(best_step_));
   file_->set_final("train_windows_consumed",

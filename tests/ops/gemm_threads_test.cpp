@@ -32,7 +32,8 @@ std::vector<float> multiply(const Product& p, const std::vector<float>& A,
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(same_bits_on_one_two_and_three_threads) {
-  const Product products[] = {{96, 96, 32, false, true},    {32, 96, 96, true, false},
+  const Product products[] = {{64, 64, 64, false, true},    {65, 64, 64, false, true},
+                              {96, 96, 32, false, true},    {32, 96, 96, true, false},
                               {700, 300, 64, false, false}, {300, 700, 64, true, true},
                               {1000, 20, 50, false, true},  {20, 1000, 50, true, false}};
   std::mt19937 rng(7);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -26,21 +27,24 @@ void blas(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, 
 }
 
 // Panel width along the split dimension: a function of the shape only, never of the thread
-// count. Each panel repacks the other operand, so panels are wide (at least 256 rows or columns:
-// the cost against OpenBLAS's own threading is measured in doc/performance.md) and at most
-// 16 of them share the cores; a multiple of 16, the widest vector kernel of OpenBLAS.
+// count. Up to 16 panels keep up to 16 cores busy; each panel repacks the other operand, which
+// costs too much below 128 rows or columns (bench/gemm_panels.cpp; doc/performance.md). A
+// multiple of 16, the widest vector kernel of OpenBLAS.
 int panel_width(int extent) {
-  const int per_panel = std::max(256, (extent + 15) / 16);
+  const int per_panel = std::max(128, (extent + 15) / 16);
   return (per_panel + 15) / 16 * 16;
 }
 
-// OpenBLAS's own threading splits a product differently for each thread count, and on some
-// kernels (Haswell on AMD EPYC) that changes the last bits. We therefore cut the output into
-// fixed panels along its longer side and multiply each panel with single-threaded BLAS, the
-// panels in parallel: the same shape gives the same bits on any number of threads.
+// OpenBLAS multiplies a product of at most this many M·N·K single-threaded whatever its thread
+// count (interface/gemm.c: SMP_THRESHOLD_MIN · GEMM_MULTITHREAD_THRESHOLD): such products need
+// no panels, and a parallel region would cost more than the product.
+constexpr int64_t kOpenBlasSingleThreadMNK = 65536 * 4;
+
 template <class T>
 void panelled_gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda,
                    const T* B, int ldb, T beta, T* C, int ldc) {
+  if (int64_t(M) * N * K <= kOpenBlasSingleThreadMNK)
+    return blas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const bool split_rows = M >= N;
   const int extent = split_rows ? M : N;
   const int width = panel_width(extent);
@@ -90,9 +94,10 @@ void select_blas_kernels(char** argv) {
 
 void set_cpu_threads(int threads) {
   if (threads < 1) threads = 1;
-  // gemm() parallelises over its own fixed panels, so OpenBLAS itself runs single-threaded. In
-  // its OpenMP build openblas_set_num_threads also sets OpenMP's count: ours must come after.
-  openblas_set_num_threads(1);
+  // OpenBLAS's OpenMP build keeps its count equal to OpenMP's (it resets whichever differs, at a
+  // cost on every call), so both get the same; inside gemm()'s parallel region it runs
+  // single-threaded anyway.
+  openblas_set_num_threads(threads);
   omp_set_num_threads(threads);
 }
 
