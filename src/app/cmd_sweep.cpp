@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "diag/diagnose.hpp"
 #include "sweep/dispatcher.hpp"
+#include "sweep/progress.hpp"
 #include "sweep/run_lock.hpp"
 #include "sweep/run_status.hpp"
 #include "sweep/sweep_plan.hpp"
@@ -141,6 +142,8 @@ int run_sweep_command(int argc, char** argv) {
   Communicator group = Communicator::split(world, group_index, world.rank());
   const bool leader = group.rank() == 0;
   bool environment_fault = false;
+  std::optional<sweep::SweepProgress> progress;
+  if (leader && !options.quiet) progress.emplace(runs);
   {
     sweep::Dispatcher dispatcher(world, group, int64_t(runs.size()));
     bool stop = false;
@@ -171,7 +174,7 @@ int run_sweep_command(int argc, char** argv) {
                     name.c_str(), group_index);
         std::fflush(stdout);
       }
-      const TrainResult result = train_run(config, group, !options.quiet);
+      const TrainResult result = train_run(config, group, options.verbose);
       if (leader) {
         std::printf("[sweep] run %lld/%zu %s: %s%s%s (%.1f s)\n", (long long)i + 1, runs.size(),
                     name.c_str(), result.status.c_str(), result.reason.empty() ? "" : ": ",
@@ -179,7 +182,11 @@ int run_sweep_command(int argc, char** argv) {
         std::fflush(stdout);
       }
       if (result.status == "completed" && !suite.diagnostics.empty())
-        diagnose_run(stem + ".h5", suite.diagnostics, group, options.quiet);
+        diagnose_run(stem + ".h5", suite.diagnostics, group, !options.verbose);
+      if (leader && progress && result.status != "skipped") {
+        std::printf("%s\n", progress->line().c_str());
+        std::fflush(stdout);
+      }
       stop = stop || result.status == "interrupted";
       environment_fault = environment_fault || result.environment_fault;
     }

@@ -19,7 +19,9 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
     desc.add_options()("ranks-per-run", po::value<int>(&options.ranks_per_run)->default_value(1),
                        "ranks G of each run's communicator (world size must be a multiple)")(
         "quiet", po::bool_switch(&options.quiet),
-        "only the sweep's own lines, no training progress")(
+        "only the run start and end lines, no overall progress lines")(
+        "verbose", po::bool_switch(&options.verbose),
+        "also every run's step and validation lines (always written to DIR/NAME.log)")(
         "retry-failed", po::bool_switch(&options.retry_failed),
         "train runs recorded failed again (runs that failed for a design now registered always "
         "are)")("rerun-stale", po::bool_switch(&options.rerun_stale),

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
+#include <memory>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
+#include "core/format.hpp"
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
 #include "io/checkpoint.hpp"
@@ -29,16 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string format_duration(double seconds) {
-  char text[32];
-  const long s = long(seconds + 0.5);
-  if (s >= 3600)
-    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  else
-    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
-  return text;
 }
 
 // This rank's share of the validation windows (window w on rank w mod ranks); the others stay 0
@@ -104,6 +97,7 @@ class TrainingRun {
         comm_(comm),
         verbose_(verbose && comm.rank() == 0),
         paths_(RunPaths::of(config)),
+        log_(nullptr, &close_log),
         model_(config.model),
         optimizer_(model_.layout(), config.recipe),
         flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
@@ -130,8 +124,17 @@ class TrainingRun {
 
   const RunConfig& config_;
   const Communicator& comm_;
+  // Every line about the run goes to NAME.log (rank 0); `event` lines (start, resume) also to
+  // stdout, step and validation lines only when verbose.
+  void say(bool event, const char* format, ...) __attribute__((format(printf, 3, 4)));
+  static void close_log(std::FILE* f) {
+    if (f) std::fclose(f);
+  }
+
   bool verbose_;
   RunPaths paths_;
+  std::unique_ptr<std::FILE, void (*)(std::FILE*)> log_;
+  bool log_tried_ = false;
   Model<float> model_;
   AdamW<float> optimizer_;
   double flops_per_token_;
@@ -159,15 +162,35 @@ void TrainingRun::open_data() {
   order_.emplace(train_->num_windows(), config_.seed);
 }
 
+void TrainingRun::say(bool event, const char* format, ...) {
+  if (!rank0()) return;
+  char line[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  if (!log_ && !log_tried_) {  // the output directory exists once the run file was created
+    log_tried_ = true;
+    log_.reset(std::fopen(paths_.log.c_str(), "a"));
+  }
+  if (log_) {
+    std::fputs(line, log_.get());
+    std::fflush(log_.get());
+  }
+  if (event || verbose_) {
+    std::fputs(line, stdout);
+    std::fflush(stdout);
+  }
+}
+
 void TrainingRun::start_or_resume() {
   std::optional<Checkpoint> checkpoint;
   if (std::filesystem::exists(paths_.run_file + ".tmp"))
     checkpoint = read_checkpoint(paths_.checkpoint);
   const std::string id = run_id(config_);
   if (checkpoint && checkpoint->run_id != id) {
-    if (verbose_)
-      std::printf("%s: checkpoint belongs to another config, starting over\n",
-                  config_.run_name().c_str());
+    say(true, "%s: checkpoint belongs to another config, starting over\n",
+        config_.run_name().c_str());
     checkpoint.reset();
   }
   if (checkpoint) {
@@ -189,9 +212,7 @@ void TrainingRun::start_or_resume() {
                                    std::filesystem::copy_options::overwrite_existing);
       file_.emplace(RunFile::resume(paths_.run_file, start_step_));
     }
-    if (verbose_)
-      std::printf("%s: resuming at step %lld\n", config_.run_name().c_str(),
-                  (long long)start_step_);
+    say(true, "%s: resuming at step %lld\n", config_.run_name().c_str(), (long long)start_step_);
   } else {
     model_.initialize(config_.seed);
     if (rank0()) {
@@ -234,14 +255,11 @@ void TrainingRun::log_step(int64_t step, const CurveRow& row, double eta_seconds
   // logs exactly the rows of one never interrupted.
   const bool log = (step + 1) % config_.log_interval == 0 || step == 0 || step + 1 == r.steps;
   if (rank0() && log) file_->append(row);
-  if (verbose_ && (log || step == start_step_)) {
-    std::printf("%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
-                config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps,
-                row.train_loss, row.learning_rate, row.tokens_per_second,
-                flops_per_token_ * row.tokens_per_second * 1e-9,
-                format_duration(eta_seconds).c_str());
-    std::fflush(stdout);
-  }
+  if (log || step == start_step_)
+    say(false, "%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
+        config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps, row.train_loss,
+        row.learning_rate, row.tokens_per_second, flops_per_token_ * row.tokens_per_second * 1e-9,
+        format_duration(eta_seconds).c_str());
 }
 
 Fault TrainingRun::validate(int64_t step, bool final) {
@@ -259,9 +277,8 @@ Fault TrainingRun::validate(int64_t step, bool final) {
     best_val_ = last_val_;
     best_step_ = step;
   }
-  if (verbose_)
-    std::printf("%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
-                (long long)step, last_val_, final ? " (final)" : "");
+  say(false, "%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
+      (long long)step, last_val_, final ? " (final)" : "");
   return collectively([&] {
     if (rank0()) file_->append_validation(step, last_val_);
   });
@@ -425,7 +442,7 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5", stem + ".ckpt", stem + ".ckpt.run", stem + ".weights"};
+  return {stem + ".h5", stem + ".ckpt", stem + ".ckpt.run", stem + ".weights", stem + ".log"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {

@@ -26,6 +26,7 @@ struct RunPaths {
   std::string checkpoint;           // NAME.ckpt (HDF5): resumable state of an unfinished run
   std::string checkpoint_run_file;  // NAME.ckpt.run (HDF5): the run file as of that checkpoint
   std::string weights;              // NAME.weights (HDF5): final weights of a completed run
+  std::string log;                  // NAME.log: the run's progress lines, appended per attempt
   static RunPaths of(const RunConfig& config);
 };
 

@@ -1,0 +1,19 @@
+// Short human-readable figures for console lines.
+#pragma once
+#include <cstdio>
+#include <string>
+
+namespace db {
+
+// 75 s → "1m15s", 4000 s → "1h06m".
+inline std::string format_duration(double seconds) {
+  char text[32];
+  const long s = long(seconds + 0.5);
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  return text;
+}
+
+}  // namespace db
