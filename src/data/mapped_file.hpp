@@ -1,4 +1,4 @@
-// A read-only memory mapping of a whole file (spec data-and-files.md: "Files are memory-mapped,
+// A read-only memory mapping of a whole file (spec doc/data.md: "Files are memory-mapped,
 // never copied whole into memory"). The kernel pages token data in on demand, so a dataset of
 // many gigabytes costs address space, not resident memory.
 #pragma once

@@ -1,4 +1,4 @@
-// The NumPy .npy header (format spec: numpy.lib.format; data-and-files.md "NumPy .npy with a
+// The NumPy .npy header (format spec: numpy.lib.format; doc/data.md "NumPy .npy with a
 // real header"). Reader and writer share this file so that what we write is what we accept.
 #pragma once
 #include <cstddef>

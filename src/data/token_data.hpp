@@ -1,4 +1,4 @@
-// Token data as the trainer reads it (spec: data-and-files.md). One include for the whole data
+// Token data as the trainer reads it (spec: doc/data.md). One include for the whole data
 // layer; each part lives in its own file:
 //   token_format.hpp   TokenFormat, TokenFileOptions, format detection
 //   mapped_file.hpp    RAII read-only mmap of a file

@@ -1,5 +1,5 @@
 // A list of token files seen as one stream, cut into contiguous windows (spec
-// data-and-files.md: "Many files form one dataset; they are concatenated and cut into contiguous
+// doc/data.md: "Many files form one dataset; they are concatenated and cut into contiguous
 // T-token windows (the remainder dropped)"). Windows may span a file boundary, so no token is
 // wasted except the final remainder.
 #pragma once
@@ -19,7 +19,7 @@ class TokenDataset {
   TokenDataset(std::vector<std::string> paths, int64_t window_tokens,
                const TokenFileOptions& options);
 
-  // The files in concatenation order, as given: a run records them (data-and-files.md).
+  // The files in concatenation order, as given: a run records them (doc/data.md).
   const std::vector<std::string>& files() const { return paths_; }
   const TokenFile& file(std::size_t index) const { return files_.at(index); }
   std::size_t num_files() const { return files_.size(); }

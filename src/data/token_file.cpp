@@ -70,7 +70,7 @@ TokenFile::TokenFile(const std::string& path, const TokenFileOptions& options) :
 }
 
 void TokenFile::open_raw(std::span<const std::byte> bytes, int dtype_bytes) {
-  // OLMo arrays have no header: the size is all we can check (data-and-files.md).
+  // OLMo arrays have no header: the size is all we can check (doc/data.md).
   DB_REQUIRE(bytes.size() % dtype_bytes == 0,
              "token file '" + path() + "': size " + std::to_string(bytes.size()) +
                  " bytes is not a multiple of the " + std::to_string(dtype_bytes) + "-byte " +

@@ -1,4 +1,4 @@
-// One token file, memory-mapped and validated once at open (spec data-and-files.md: "Every
+// One token file, memory-mapped and validated once at open (spec doc/data.md: "Every
 // reader checks what it can ... and stops with a one-line error naming the file and the
 // problem"). After construction every token is known to be readable and < vocab_size.
 #pragma once

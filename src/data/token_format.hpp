@@ -1,4 +1,4 @@
-// The three on-disk layouts of token ids (spec data-and-files.md, "Token data the trainer must
+// The three on-disk layouts of token ids (spec doc/data.md, "Token data the trainer must
 // read") and how a file's layout is recognised from its first bytes.
 #pragma once
 #include <cstddef>

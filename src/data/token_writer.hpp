@@ -1,4 +1,4 @@
-// Writers of token files, used by the tokenizer (spec data-and-files.md). Every writer is
+// Writers of token files, used by the tokenizer (spec doc/data.md). Every writer is
 // atomic like the run file and checkpoints: it writes PATH.tmp, fsyncs it, and renames it to
 // PATH, so a crash never leaves a file that looks complete (STYLE.md: atomic writes).
 // Each refuses, before writing anything, an id that does not fit the dtype.

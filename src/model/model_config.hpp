@@ -1,4 +1,4 @@
-// The shape and design of one model (spec: architectures.md §0). Everything else about a run
+// The shape and design of one model (doc/architectures.md §0). Everything else about a run
 // (recipe, data, backend) lives in the run config.
 #pragma once
 #include <cstdint>

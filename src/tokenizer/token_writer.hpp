@@ -1,4 +1,4 @@
-// One output shard of token ids (spec: data-and-files.md, "Token data the trainer must read"):
+// One output shard of token ids (spec: doc/data.md, "Token data the trainer must read"):
 // OLMo raw (headerless little-endian uint16/uint32) or NumPy .npy v1.0. Written to PATH.tmp and
 // renamed by commit(), so a shard that exists under its final name is complete.
 #pragma once

@@ -1,4 +1,4 @@
-// The tokenizers of `depthbench tokenize` (spec: data-and-files.md, "Tokenizers"): a byte-level
+// The tokenizers of `depthbench tokenize` (spec: doc/data.md, "Tokenizers"): a byte-level
 // BPE loaded from a Hugging Face tokenizer.json or GPT-2's encoder.json + vocab.bpe, and the
 // 257-id byte vocabulary of the embedded demo.
 #pragma once

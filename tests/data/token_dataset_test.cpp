@@ -1,4 +1,4 @@
-// A dataset concatenates its files and cuts contiguous windows (data-and-files.md): windows
+// A dataset concatenates its files and cuts contiguous windows (doc/data.md): windows
 // span file boundaries, the remainder is dropped, and formats may be mixed.
 #define BOOST_TEST_MODULE token_dataset
 #define BOOST_TEST_DYN_LINK

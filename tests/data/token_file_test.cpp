@@ -1,4 +1,4 @@
-// Reading the three token formats of data-and-files.md from real files: round trips through our
+// Reading the three token formats of doc/data.md from real files: round trips through our
 // writers for every format and dtype, content-based detection, and every validation error.
 #define BOOST_TEST_MODULE token_file
 #define BOOST_TEST_DYN_LINK

@@ -1,4 +1,4 @@
-// The writers produce exactly the byte layouts of data-and-files.md, write atomically through
+// The writers produce exactly the byte layouts of doc/data.md, write atomically through
 // PATH.tmp, and refuse ids that do not fit the dtype before writing anything.
 #define BOOST_TEST_MODULE token_writer
 #define BOOST_TEST_DYN_LINK

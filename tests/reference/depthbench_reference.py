@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent PyTorch reference of DepthBench's ten residual designs.
 
-Written from the specification only (shared/spec/architectures.md, shared/spec/suites.md) and the
+Written from the specification only (doc/architectures.md, doc/suites.md; originally the project specification) and the
 parameter exchange format (doc/parameters.md). Every design's forward is written plainly from the
 spec equations; gradients come from torch autograd. Default precision is float64.
 

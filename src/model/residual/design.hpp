@@ -1,4 +1,4 @@
-// The one interface every residual design implements (spec: architectures.md §1–§10).
+// The one interface every residual design implements (doc/architectures.md §1–§10).
 // A design owns everything between the embedding output x0 and the LM head input: its norms,
 // its residual/stream/depth mixing and the readout including the final norm. Adding a design
 // means one new file in this folder and one line in registry.cpp.
