@@ -35,6 +35,9 @@ make_suite negative_steps.ini "train.steps=-5"
 make_suite zero_log.ini "train.log_interval=0"
 make_suite ok.ini
 
+# A truncated tokenizer.json, and a run file cut in half (as a full disk or a copy can leave it).
+printf '{"model": {"type": "BPE", "vocab": ' >truncated_tokenizer.json
+mkdir -p cut
 checked=0
 # expect NAME EXPECTED_TEXT COMMAND...: non-zero exit, no timeout or signal, one stderr line
 # containing EXPECTED_TEXT, and no finished run file.
@@ -85,4 +88,16 @@ expect sweep_zero_log "train.log_interval = 0: must be ≥ 1" "$DEPTHBENCH" swee
 expect plan_mfu "--mfu 5" "$DEPTHBENCH" plan ok.ini --mfu 5
 expect sweep_ranks "--ranks-per-run must be at least 1" "$DEPTHBENCH" sweep zero_log.ini \
   --ranks-per-run 0
+expect tokenizer_truncated "truncated_tokenizer.json: JSON: unexpected end of input" \
+  "$DEPTHBENCH" tokenize --tokenizer truncated_tokenizer.json --input good.ini --out tk
+expect tokenizer_missing "missing.json" "$DEPTHBENCH" tokenize --tokenizer missing.json \
+  --input good.ini --out tk
+expect unknown_command "unknown command 'nosuch'" "$DEPTHBENCH" nosuch
+expect sweep_missing_suite "nowhere.ini" "$DEPTHBENCH" sweep nowhere.ini
+# Run files: a finished run cut in half, and a file that is no HDF5 at all.
+"$DEPTHBENCH" train --config good.ini --output.dir made >/dev/null
+head -c 3000 made/probe.h5 >cut/probe.h5
+cp made/probe.weights cut/
+expect diagnose_cut_run_file "cut/probe.h5" "$DEPTHBENCH" diagnose cut/probe.h5
+expect diagnose_not_hdf5 "good.ini" "$DEPTHBENCH" diagnose good.ini
 echo "bad inputs: $checked cases refused with one clear line"
