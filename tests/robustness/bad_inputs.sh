@@ -2,29 +2,9 @@
 # Table-driven bad input: every case must exit non-zero within seconds (no crash, no hang), print
 # one line on stderr that names the problem, and leave no run file that looks complete.
 source "$(dirname "$0")/../sweep/common.sh"
+source "$(dirname "$0")/probe_run.sh"
 cd "$WORK"
-cat >good.ini <<INI
-[model]
-arch = pre_ln
-n_layer = 1
-d_model = 16
-n_head = 2
-vocab_size = 257
-[train]
-steps = 4
-seq_len = 16
-global_batch = 2
-micro_batch = 2
-val_interval = 2
-val_windows = 2
-threads = 1
-[data]
-train_files = $DATA/train_rank*.npy
-val_files = $DATA/val_rank*.npy
-[output]
-dir = runs
-name = probe
-INI
+probe_ini good.ini
 # Token files that must be refused: truncated (odd byte count), empty, a directory.
 head -c 1001 "$(ls "$DATA"/train_rank*.npy | head -1)" >odd.npy
 : >empty.npy
