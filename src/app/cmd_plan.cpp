@@ -9,6 +9,7 @@
 #include "app/sweep_options.hpp"
 #include "sweep/run_status.hpp"
 #include "sweep/sweep_plan.hpp"
+#include "train/memory_estimate.hpp"
 
 namespace db::app {
 namespace {
@@ -57,9 +58,11 @@ int run_plan_command(int argc, char** argv) {
   std::printf(
       "output: %s   (state: pending | unfinished | completed | diverged | failed | stale)\n\n",
               out.c_str());
-  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s  %s\n", "#", "design",
-              "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr", "FLOPs",
-              "GPU-h", "state");
+  std::printf("memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
+              "activations; a lower bound: design extras not counted)\n");
+  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s  %s\n", "#",
+              "design", "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr",
+              "FLOPs", "GPU-h", "mem GiB", "state");
   double total_flops = 0;
   int unregistered = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -68,12 +71,14 @@ int run_plan_command(int argc, char** argv) {
     const double gpu_hours = run.flops / (mfu * peak) / 3600;
     total_flops += run.flops;
     unregistered += run.design_registered ? 0 : 1;
-    std::printf("%4zu  %-14s %3d %5d %5d %4d %7.2f %9s %9s %8s %7lld %8.1e %9.2e %8.1f  %s%s\n",
-                i + 1, m.arch.c_str(), m.n_layer, m.d_model, m.ff_dim(), m.head_dim(),
-                m.aspect_ratio(), human(double(run.counts.total)).c_str(),
-                human(double(run.counts.backbone)).c_str(), human(double(run.tokens)).c_str(),
-                (long long)run.config.recipe.steps, run.config.recipe.learning_rate, run.flops,
-                gpu_hours, sweep::run_status(run.config).c_str(),
+    std::printf(
+        "%4zu  %-14s %3d %5d %5d %4d %7.2f %9s %9s %8s %7lld %8.1e %9.2e %8.1f %8.1f  %s%s\n",
+        i + 1, m.arch.c_str(), m.n_layer, m.d_model, m.ff_dim(), m.head_dim(), m.aspect_ratio(),
+        human(double(run.counts.total)).c_str(), human(double(run.counts.backbone)).c_str(),
+        human(double(run.tokens)).c_str(), (long long)run.config.recipe.steps,
+        run.config.recipe.learning_rate, run.flops, gpu_hours,
+        estimate_memory(run.config).total() / double(1 << 30),
+        sweep::run_status(run.config).c_str(),
                 run.design_registered ? "" : "  unregistered design");
     for (const std::string& key : sweep::stale_keys(run.config))
       std::printf("      stale: %s\n", key.c_str());

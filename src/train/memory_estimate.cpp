@@ -13,14 +13,16 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   const ModelConfig& m = config.model;
   const double params = double(count_parameters(m).total);
   const double tokens = double(config.recipe.micro_batch_sequences) * config.recipe.seq_len;
+  const bool bf16 = config.backend == "cuda";
+  const double activation_bytes = bf16 ? 2 : 4;
   // Per token and block: q, k, v, attention output, norm caches and the residual (≈ 8d) and the
-  // three SwiGLU products (3·ff); per token at the head: logits and their gradient (2V).
-  const double per_token = double(m.n_layer) * (8.0 * m.d_model + 3.0 * m.ff_dim()) +
-                           2.0 * double(m.vocab_size);
+  // three SwiGLU products (3·ff); per token at the head: logits and their gradient (2V, fp32).
+  const double per_token_blocks = double(m.n_layer) * (8.0 * m.d_model + 3.0 * m.ff_dim());
   MemoryEstimate e;
-  e.weights_bytes = 2 * 4 * params;
+  e.weights_bytes = (2 * 4 + (bf16 ? 2 : 0)) * params;
   e.optimizer_bytes = 2 * 4 * params;
-  e.activations_bytes = 4 * tokens * per_token;
+  e.activations_bytes =
+      tokens * (activation_bytes * per_token_blocks + 4 * 2.0 * double(m.vocab_size));
   return e;
 }
 

@@ -15,8 +15,10 @@ struct MemoryEstimate {
   double total() const { return weights_bytes + optimizer_bytes + activations_bytes; }
 };
 
-// Per rank, at train.micro_batch sequences of train.seq_len tokens. Design extras (HC streams,
-// AttnRes depth keys) are not counted: treat the figure as a lower bound.
+// Per rank, at train.micro_batch sequences of train.seq_len tokens, for the run's backend: fp32
+// everywhere on the CPU; on CUDA the planned bf16 mixed precision (fp32 master weights, gradients
+// and AdamW moments plus a bf16 copy of the weights, bf16 activations, fp32 logits). Design
+// extras (HC streams, AttnRes depth keys) are not counted: treat the figure as a lower bound.
 MemoryEstimate estimate_memory(const RunConfig& config);
 // Physical memory of this machine in bytes.
 double machine_memory_bytes();
