@@ -370,10 +370,10 @@ TrainResult TrainingRun::finish(TrainResult result) {
     std::filesystem::remove(paths_.checkpoint_run_file);
   });
   file_.reset();
-  if (written && result.status != "interrupted") {
+  if (written) {
     // The outcome could not be recorded: the run stays unfinished (NAME.h5.tmp) and resumable.
-    result = {"interrupted", written.reason, result.status_step};
-    result.environment_fault = written.kind == FaultKind::environment;
+    if (result.status != "interrupted") result = {"interrupted", written.reason, result.status_step};
+    result.environment_fault |= written.kind == FaultKind::environment;
   }
   return result;
 }
