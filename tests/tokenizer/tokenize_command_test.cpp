@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "app/commands.hpp"
+#include "core/error.hpp"
+#include "data/token_dataset.hpp"
 #include "tokenizer/corpus.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -190,6 +192,40 @@ BOOST_AUTO_TEST_CASE(headerless_shards_are_named_by_their_dtype_never_npy) {
                   (dir / "uint16").string()}) == 0);
   BOOST_TEST(!fs::exists(dir / "uint16" / "train_rank000.u16"));
   BOOST_TEST(fs::exists(dir / "uint16" / "train_rank000.npy"));
+}
+
+BOOST_AUTO_TEST_CASE(the_reader_takes_the_dtype_from_the_manifest_and_refuses_a_contradiction) {
+  // The case: uint32 shards (as a vocabulary above 65 536 ids gets) read by a run that
+  // leaves data.dtype_bytes at its default, and by one that says 2.
+  fs::path dir = scratch("manifest");
+  std::string text(3000, 'x');
+  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + i % 26);
+  write(dir / "t.txt", text);
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--output-format",
+                  "olmo", "--dtype", "uint32", "--out", (dir / "out").string()}) == 0);
+  // Renamed the way older versions named headerless shards: only the manifest tells the dtype.
+  fs::rename(dir / "out" / "train_rank000.u32", dir / "out" / "train_rank000.npy");
+  std::string manifest = db::tokenizer::read_text_file((dir / "out" / "manifest.ini").string());
+  manifest.replace(manifest.find("train_rank000.u32"), 17, "train_rank000.npy");
+  write(dir / "out" / "manifest.ini", manifest);
+  const std::string shard = (dir / "out" / "train_rank000.npy").string();
+  db::data::TokenFileOptions defaults;
+  defaults.vocab_size = 257;
+  db::data::TokenDataset dataset({shard}, 100, defaults);
+  std::vector<int32_t> window(100);
+  dataset.read_window(0, window);
+  BOOST_TEST(window[0] == 'a');
+  BOOST_TEST(window[1] == 'b');
+  BOOST_TEST(dataset.total_tokens() == 3001);
+  db::data::TokenFileOptions two_bytes = defaults;
+  two_bytes.raw_dtype_bytes = 2;
+  try {
+    db::data::TokenDataset misread({shard}, 100, two_bytes);
+    BOOST_ERROR("a uint32 shard was read as uint16");
+  } catch (const db::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("says dtype uint32, but the run has "
+                                          "data.dtype_bytes = 2") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(usage_errors_return_nonzero_without_writing_a_manifest) {
