@@ -1,6 +1,7 @@
 #include "data/manifest_check.hpp"
 
 #include <filesystem>
+#include <map>
 
 #include "core/error.hpp"
 
@@ -60,6 +61,29 @@ TokenFile open_token_file(const std::string& path, const TokenFileOptions& run) 
                                               "' lists " + std::to_string(listed) +
                                               " (a truncated or replaced copy?)");
   return file;
+}
+
+void require_one_tokenization(const std::vector<std::string>& files) {
+  std::optional<ShardManifest> first;
+  std::map<std::string, bool> seen;  // one manifest per directory is enough
+  for (const std::string& file : files) {
+    const std::string directory = std::filesystem::path(file).parent_path().string();
+    if (seen.count(directory)) continue;
+    seen[directory] = true;
+    std::optional<ShardManifest> manifest = manifest_describing(file);
+    if (!manifest) continue;
+    if (!first) {
+      first = std::move(manifest);
+      continue;
+    }
+    auto identity = [](const ShardManifest& m) {
+      return m.tokenizer + " (vocab_size " + std::to_string(m.vocab_size) + ", eod_id " +
+             std::to_string(m.eod_id) + ")";
+    };
+    DB_REQUIRE(identity(*manifest) == identity(*first),
+               "token files of two tokenizations: '" + first->path + "' says " + identity(*first) +
+                   ", '" + manifest->path + "' says " + identity(*manifest));
+  }
 }
 
 }  // namespace db::data

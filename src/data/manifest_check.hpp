@@ -4,6 +4,7 @@
 // hold exactly the tokens the manifest lists.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "data/shard_manifest.hpp"
 #include "data/token_file.hpp"
@@ -17,5 +18,10 @@ TokenFile open_token_file(const std::string& path, const TokenFileOptions& run);
 // The options a file described by `manifest` is opened with; refuses contradictions.
 TokenFileOptions options_from_manifest(const std::string& path, const ShardManifest& manifest,
                                        const TokenFileOptions& run);
+
+// Refuses a file list whose manifests disagree on the tokenization (tokenizer, vocab_size,
+// eod_id): training and validation shards made by two tokenizers. Files without a manifest are
+// not compared.
+void require_one_tokenization(const std::vector<std::string>& files);
 
 }  // namespace db::data

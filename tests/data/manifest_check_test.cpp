@@ -136,3 +136,20 @@ BOOST_AUTO_TEST_CASE(uint16_ids_read_as_uint32_or_a_cut_file_are_refused_with_th
   require_error([&] { TokenFile(dir.file("cut.u32"), run_settings(0, 50304)); },
                 {"cut.u32", "not a multiple of the 4-byte uint32 dtype"});
 }
+
+BOOST_AUTO_TEST_CASE(training_and_validation_shards_of_two_tokenizers_are_refused) {
+  TempDir train_dir, val_dir, same_dir;
+  write_npy(train_dir.file("train_rank000.npy"), llama_like_ids(100), 4);
+  write_manifest(train_dir, "train_rank000.npy", 100, "uint32", "npy");
+  write_npy(val_dir.file("val_rank000.npy"), llama_like_ids(100), 4);
+  write_manifest(val_dir, "val_rank000.npy", 100, "uint32", "npy", 151669, 151643);
+  require_error(
+      [&] {
+        require_one_tokenization(
+            {train_dir.file("train_rank000.npy"), val_dir.file("val_rank000.npy")});
+      },
+      {"two tokenizations", "vocab_size 128256", "vocab_size 151669"});
+  write_npy(same_dir.file("val_rank000.npy"), llama_like_ids(100), 4);
+  write_manifest(same_dir, "val_rank000.npy", 100, "uint32", "npy");
+  require_one_tokenization({train_dir.file("train_rank000.npy"), same_dir.file("val_rank000.npy")});
+}
