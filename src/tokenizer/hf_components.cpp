@@ -62,10 +62,14 @@ std::string sentencepiece_evidence(const JsonValue& root) {
       std::string type = component_type(*c);
       if (type == "Metaspace" || type == "ByteFallback" || type == "Prepend")
         return std::string(key) + " '" + type + "'";
+      // A Replace writes U+2581 (normalizer) or reads it (decoder).
       const JsonValue* content = c->find("content");
-      if (type == "Replace" && content && content->is_string() &&
-          content->as_string().find(kMetaspaceChar) != std::string::npos)
-        return std::string(key) + " 'Replace' with U+2581";
+      const JsonValue* pattern = c->find("pattern");
+      const JsonValue* literal = pattern ? pattern->find("String") : nullptr;
+      for (const JsonValue* text : {content, literal})
+        if (type == "Replace" && text && text->is_string() &&
+            text->as_string().find(kMetaspaceChar) != std::string::npos)
+          return std::string(key) + " 'Replace' of U+2581";
     }
   }
   return "";

@@ -199,6 +199,11 @@ BOOST_AUTO_TEST_CASE(sentencepiece_files_are_refused_with_that_reason_and_no_con
   expect_error(R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
                    "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581"}})",
                "SentencePiece/Metaspace tokenizers are not supported (pre_tokenizer 'Metaspace')");
+  // A Metaspace decoder alone gives the file away too.
+  expect_error(R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+                   "decoder": {"type": "Sequence", "decoders": [{"type": "Replace",
+                     "pattern": {"String": "\u2581"}, "content": " "}]}})",
+               "(decoder 'Replace' of U+2581)");
   // A vocabulary entry with a control character is quoted escaped.
   expect_error(R"({"model": {"type": "BPE", "vocab": {"\u0001x": 0}, "merges": []},
                    "pre_tokenizer": {"type": "ByteLevel"}})",
