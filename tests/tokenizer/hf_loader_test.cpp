@@ -208,6 +208,9 @@ BOOST_AUTO_TEST_CASE(sentencepiece_files_are_refused_with_that_reason_and_no_con
   expect_error(R"({"model": {"type": "BPE", "vocab": {"\u0001x": 0}, "merges": []},
                    "pre_tokenizer": {"type": "ByteLevel"}})",
                "entry '\\x01x' is not byte-level text");
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"a\u0085": 0}, "merges": []},
+                   "pre_tokenizer": {"type": "ByteLevel"}})",
+               "entry 'a\\u0085' is not byte-level text");
 }
 
 BOOST_AUTO_TEST_CASE(every_setting_that_is_not_implemented_is_refused_by_name) {
