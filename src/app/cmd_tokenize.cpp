@@ -32,9 +32,9 @@ int run_tokenize_command(int argc, char** argv) {
       "doc-separator", po::value(&options.documents.doc_separator)->default_value("none"),
       "text: 'none' (one document per file), 'blank-line', or a line that separates documents")(
       "val-fraction", po::value(&options.val_fraction)->default_value(0.0),
-      "share of documents written to val_rankRRR.npy (chosen by a hash of file name and "
-      "offset)")("output-format", po::value(&output_format)->default_value("olmo"),
-                 "olmo (headerless raw ids) or npy (NumPy .npy with header)")(
+      "share of documents written to the val_rankRRR shards (chosen by a hash of file name and "
+      "offset)")("output-format", po::value(&output_format)->default_value("npy"),
+                 "npy (NumPy .npy with header, *.npy) or olmo (headerless ids, *.u16/*.u32)")(
       "dtype", po::value(&options.dtype)->default_value("auto"),
       "auto (uint16 when the vocabulary fits, else uint32), uint16 or uint32")(
       "eod-id", po::value(&eod_id), "end-of-document id (default: the <|endoftext|> token)")(

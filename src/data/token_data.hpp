@@ -4,14 +4,18 @@
 //   mapped_file.hpp    RAII read-only mmap of a file
 //   npy_header.hpp     NumPy .npy header parsing and writing
 //   token_file.hpp     one validated, memory-mapped token file
+//   shard_manifest.hpp the manifest.ini tokenize writes beside its shards
+//   manifest_check.hpp opening a file as its manifest says, contradictions refused
 //   token_dataset.hpp  files concatenated and cut into contiguous windows
 //   window_order.hpp   deterministic per-epoch shuffle of window indices
 //   token_writer.hpp   atomic writers of OLMo raw, .npy and llm.c files
 //   fortune_corpus.hpp the byte-level demo corpus from fortune files
 #pragma once
 #include "data/fortune_corpus.hpp"
+#include "data/manifest_check.hpp"
 #include "data/mapped_file.hpp"
 #include "data/npy_header.hpp"
+#include "data/shard_manifest.hpp"
 #include "data/token_dataset.hpp"
 #include "data/token_file.hpp"
 #include "data/token_format.hpp"

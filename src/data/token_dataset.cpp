@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "data/manifest_check.hpp"
 
 namespace db::data {
 
@@ -16,7 +17,7 @@ TokenDataset::TokenDataset(std::vector<std::string> paths, int64_t window_tokens
   file_start_.reserve(paths_.size() + 1);
   file_start_.push_back(0);
   for (const std::string& path : paths_) {
-    files_.emplace_back(path, options);
+    files_.push_back(open_token_file(path, options));
     file_start_.push_back(file_start_.back() + files_.back().num_tokens());
   }
   DB_REQUIRE(num_windows() >= 1,

@@ -14,7 +14,8 @@ namespace db::data {
 
 class TokenDataset {
  public:
-  // Opens and validates every file (see TokenFile). Throws db::Error when the list is empty,
+  // Opens and validates every file, against its manifest when one describes it (see
+  // open_token_file). Throws db::Error when the list is empty,
   // window_tokens < 1, or all files together hold fewer than window_tokens tokens.
   TokenDataset(std::vector<std::string> paths, int64_t window_tokens,
                const TokenFileOptions& options);

@@ -16,7 +16,7 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 std::string dtype_name(int dtype_bytes) {
-  return dtype_bytes == 2 ? "uint16" : "uint32";
+  return dtype_bytes == 2 ? "uint16" : dtype_bytes == 4 ? "uint32" : "unset";
 }
 
 // Loads element i of a little-endian array whose start need not be aligned (an npy header of an
@@ -49,9 +49,10 @@ int64_t first_id_out_of_vocabulary(const std::byte* base, int64_t count, uint64_
 TokenFile::TokenFile(const std::string& path, const TokenFileOptions& options) : mapped_(path) {
   const std::span<const std::byte> bytes = mapped_.bytes();
   DB_REQUIRE(!bytes.empty(), "token file '" + path + "': empty (0 bytes)");
-  DB_REQUIRE(options.raw_dtype_bytes == 2 || options.raw_dtype_bytes == 4,
-             "token file '" + path + "': raw dtype must be 2 (uint16) or 4 (uint32) bytes, got " +
-                 std::to_string(options.raw_dtype_bytes));
+  DB_REQUIRE(
+      options.raw_dtype_bytes == 0 || options.raw_dtype_bytes == 2 || options.raw_dtype_bytes == 4,
+      "token file '" + path + "': raw dtype must be 2 (uint16) or 4 (uint32) bytes, got " +
+          std::to_string(options.raw_dtype_bytes));
   format_ =
       options.format == TokenFormat::auto_detect ? detect_token_format(bytes) : options.format;
   switch (format_) {
@@ -69,7 +70,15 @@ TokenFile::TokenFile(const std::string& path, const TokenFileOptions& options) :
   if (options.vocab_size > 0) check_vocabulary(options.vocab_size);
 }
 
-void TokenFile::open_raw(std::span<const std::byte> bytes, int dtype_bytes) {
+void TokenFile::open_raw(std::span<const std::byte> bytes, int requested_dtype_bytes) {
+  // The name (NAME.u16 / NAME.u32, as tokenize writes them) declares the dtype; a setting that
+  // says otherwise is a contradiction, not a choice.
+  const int named = raw_dtype_from_name(path());
+  DB_REQUIRE(requested_dtype_bytes == 0 || named == 0 || requested_dtype_bytes == named,
+             "token file '" + path() + "': its name says " + dtype_name(named) +
+                 ", but it is to be read as " + dtype_name(requested_dtype_bytes) +
+                 " (data.dtype_bytes = " + std::to_string(requested_dtype_bytes) + ")");
+  const int dtype_bytes = requested_dtype_bytes ? requested_dtype_bytes : named ? named : 2;
   // OLMo arrays have no header: the size is all we can check (doc/data.md).
   DB_REQUIRE(bytes.size() % dtype_bytes == 0,
              "token file '" + path() + "': size " + std::to_string(bytes.size()) +
@@ -78,6 +87,26 @@ void TokenFile::open_raw(std::span<const std::byte> bytes, int dtype_bytes) {
   dtype_bytes_ = dtype_bytes;
   num_tokens_ = static_cast<int64_t>(bytes.size()) / dtype_bytes;
   tokens_ = bytes.data();
+  if (dtype_bytes == 2) refuse_uint32_read_as_uint16();
+}
+
+void TokenFile::refuse_uint32_read_as_uint16() const {
+  // uint32 ids read as uint16 come out as (low half, high half) pairs, and the high halves are
+  // 0 or 1 for any vocabulary below 131 072 ids: every id stays below vocab_size, so only this
+  // pattern gives the misreading away. Text never puts only such ids at every odd position.
+  const int64_t sample = std::min<int64_t>(num_tokens_, 4096) & ~int64_t(1);
+  if (sample < 32) return;
+  uint16_t max_even = 0, max_odd = 0;
+  for (int64_t i = 0; i < sample; i += 2) {
+    max_even = std::max(max_even, load<uint16_t>(tokens_, i));
+    max_odd = std::max(max_odd, load<uint16_t>(tokens_, i + 1));
+  }
+  constexpr uint16_t kLargestHighHalf = 3;  // vocabularies up to 262 144 ids
+  DB_REQUIRE(!(max_odd <= kLargestHighHalf && max_even > kLargestHighHalf),
+             "token file '" + path() + "': read as uint16, every second id of the first " +
+                 std::to_string(sample) + " is at most " + std::to_string(max_odd) +
+                 ", the high halves of uint32 ids: this is a uint32 file (set data.dtype_bytes "
+                 "= 4 or name it .u32)");
 }
 
 void TokenFile::open_npy(std::span<const std::byte> bytes) {
@@ -144,9 +173,15 @@ void TokenFile::check_vocabulary(int64_t vocab_size) const {
   const int64_t bad = dtype_bytes_ == 2
                           ? first_id_out_of_vocabulary<uint16_t>(tokens_, num_tokens_, limit)
                           : first_id_out_of_vocabulary<uint32_t>(tokens_, num_tokens_, limit);
-  DB_REQUIRE(bad < 0, "token file '" + path() + "': token id " + std::to_string(token(bad)) +
-                          " at index " + std::to_string(bad) + " >= vocab_size " +
-                          std::to_string(vocab_size));
+  if (bad < 0) return;
+  const uint32_t id = token(bad);
+  // A uint16 file read as uint32 pairs two ids into one far above any vocabulary.
+  const bool looks_uint16 = format_ == TokenFormat::olmo_raw && dtype_bytes_ == 4 && id > 0xFFFF;
+  DB_REQUIRE(false, "token file '" + path() + "': token id " + std::to_string(id) + " at index " +
+                        std::to_string(bad) + " >= vocab_size " + std::to_string(vocab_size) +
+                        (looks_uint16 ? " (a uint16 file read as uint32? set data.dtype_bytes "
+                                        "= 2 or name it .u16)"
+                                      : ""));
 }
 
 uint32_t TokenFile::token(int64_t index) const {

@@ -18,7 +18,7 @@ class TokenFile {
   // the size against the dtype, and, when options.vocab_size > 0, every id. Throws db::Error
   // "token file 'PATH': PROBLEM" where PROBLEM starts with one of: missing, empty, size ... not a
   // multiple, truncated, trailing bytes, wrong dtype, bad llm.c magic, not a .npy file,
-  // malformed .npy header, not 1-D, token id ... >= vocab_size.
+  // malformed .npy header, not 1-D, token id ... >= vocab_size, its name says, read as uint16.
   TokenFile(const std::string& path, const TokenFileOptions& options);
 
   const std::string& path() const { return mapped_.path(); }
@@ -34,7 +34,8 @@ class TokenFile {
  private:
   void open_npy(std::span<const std::byte> bytes);
   void open_llmc(std::span<const std::byte> bytes);
-  void open_raw(std::span<const std::byte> bytes, int dtype_bytes);
+  void open_raw(std::span<const std::byte> bytes, int requested_dtype_bytes);
+  void refuse_uint32_read_as_uint16() const;
   void check_vocabulary(int64_t vocab_size) const;
 
   MappedFile mapped_;

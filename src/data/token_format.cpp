@@ -30,6 +30,12 @@ TokenFormat parse_token_format(const std::string& name) {
   return TokenFormat::auto_detect;
 }
 
+int raw_dtype_from_name(const std::string& path) {
+  if (path.ends_with(".u16")) return 2;
+  if (path.ends_with(".u32")) return 4;
+  return 0;
+}
+
 TokenFormat detect_token_format(std::span<const std::byte> bytes) {
   if (has_npy_magic(bytes)) return TokenFormat::npy;
   if (bytes.size() >= 4) {

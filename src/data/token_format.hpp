@@ -14,8 +14,10 @@ enum class TokenFormat { auto_detect, olmo_raw, npy, llmc_bin };
 
 struct TokenFileOptions {
   TokenFormat format = TokenFormat::auto_detect;
-  int raw_dtype_bytes = 2;  // OLMo raw arrays: 2 (uint16, OLMo's default) or 4 (uint32)
-  int64_t vocab_size = 0;   // every id must be < vocab_size (checked when > 0)
+  // OLMo raw arrays: 2 (uint16) or 4 (uint32); 0 = not set: the dtype a name ending in .u16 or
+  // .u32 declares, else 2 (OLMo's default).
+  int raw_dtype_bytes = 0;
+  int64_t vocab_size = 0;  // every id must be < vocab_size (checked when > 0)
 };
 
 std::string to_string(TokenFormat format);                // "auto", "olmo", "npy", "llmc"
@@ -26,6 +28,9 @@ inline constexpr int32_t llmc_magic_uint16 = 20240520;  // GPT-2 shards, uint16 
 inline constexpr int32_t llmc_magic_uint32 = 20240801;  // Llama-3 shards, uint32 tokens
 inline constexpr int64_t llmc_header_words = 256;
 inline constexpr int64_t llmc_header_bytes = llmc_header_words * 4;
+
+// The dtype a raw file's name declares: 2 for *.u16, 4 for *.u32, 0 for any other name.
+int raw_dtype_from_name(const std::string& path);
 
 // The format the content shows: npy magic, then llm.c magic in the first int32 word, else OLMo
 // raw (which has no header and so cannot be recognised). Never returns auto_detect.

@@ -14,8 +14,9 @@ constexpr size_t kMaxCachedPieceBytes = 256;  // longer pieces are rare; not wor
 }  // namespace
 
 BpeModel::BpeModel(std::vector<std::string> id_to_bytes,
-                   const std::vector<std::pair<std::string, std::string>>& merges)
-    : id_to_bytes_(std::move(id_to_bytes)) {
+                   const std::vector<std::pair<std::string, std::string>>& merges,
+                   bool ignore_merges)
+    : id_to_bytes_(std::move(id_to_bytes)), ignore_merges_(ignore_merges) {
   bytes_to_id_.reserve(id_to_bytes_.size());
   for (uint32_t id = 0; id < id_to_bytes_.size(); ++id) {
     if (id_to_bytes_[id].empty()) continue;
@@ -50,6 +51,12 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids) 
   if (piece.size() == 1) {
     ids.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
     return;
+  }
+  if (ignore_merges_) {
+    if (int64_t whole = find(piece); whole >= 0) {
+      ids.push_back(static_cast<uint32_t>(whole));
+      return;
+    }
   }
   if (piece.size() > kMaxCachedPieceBytes) {
     merge_uncached(piece, ids);
@@ -110,6 +117,10 @@ void BpeModel::merge_uncached(std::string_view piece, std::vector<uint32_t>& ids
 }
 
 void BpeModel::encode_piece_ref(std::string_view piece, std::vector<uint32_t>& ids) const {
+  if (int64_t whole = find(piece); ignore_merges_ && whole >= 0) {
+    ids.push_back(static_cast<uint32_t>(whole));
+    return;
+  }
   std::vector<uint32_t> word;
   for (unsigned char b : piece) word.push_back(byte_ids_[b]);
   while (word.size() > 1) {

@@ -1,4 +1,3 @@
-#include "core/version.hpp"
 #include "tokenizer/corpus.hpp"
 
 #include <fcntl.h>
@@ -15,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace db::tokenizer {
 namespace fs = std::filesystem;
@@ -92,10 +92,19 @@ std::vector<WorkItem> plan_work(const std::vector<int64_t>& sizes, bool byte_ran
   return items;
 }
 
-std::string shard_name(const char* split, int rank) {
+// `.npy` only for real NumPy files; a headerless array says its dtype in its name instead, so
+// neither np.load nor the trainer can misread it (doc/tokenize.md, "Output").
+std::string shard_name(const char* split, int rank, OutputFormat format, int dtype_bytes) {
   char name[64];
-  std::snprintf(name, sizeof name, "%s_rank%03d.npy", split, rank);
+  std::snprintf(name, sizeof name, "%s_rank%03d%s", split, rank,
+                shard_extension(format, dtype_bytes).c_str());
   return name;
+}
+
+bool is_old_shard(const std::string& name) {
+  if (!name.starts_with("train_rank") && !name.starts_with("val_rank")) return false;
+  std::string base = name.ends_with(".tmp") ? name.substr(0, name.size() - 4) : name;
+  return base.ends_with(".npy") || base.ends_with(".u16") || base.ends_with(".u32");
 }
 
 uint64_t fnv1a(std::string_view text, uint64_t hash = 1469598103934665603ULL) {
@@ -158,10 +167,12 @@ void write_manifest(const CorpusOptions& options, const Tokenizer& tokenizer,
     << "field_not_string = " << c.field_not_string << "\n"
     << "invalid_utf8_repaired = " << c.invalid_utf8 << "\n"
     << "\n[shards]\n";
+  const int dtype_bytes = total.dtype == "uint16" ? 2 : 4;
   for (int r = 0; r < ranks; ++r) {
     const int64_t* v = per_rank.data() + size_t(r) * fields;
-    m << shard_name("train", r) << " = " << v[10] << "\n";
-    if (options.val_fraction > 0) m << shard_name("val", r) << " = " << v[11] << "\n";
+    m << shard_name("train", r, options.output_format, dtype_bytes) << " = " << v[10] << "\n";
+    if (options.val_fraction > 0)
+      m << shard_name("val", r, options.output_format, dtype_bytes) << " = " << v[11] << "\n";
   }
   fs::path path = fs::path(options.out_dir) / "manifest.ini";
   std::string tmp = path.string() + ".tmp";
@@ -251,10 +262,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     fs::create_directories(out_dir);
     fs::remove(out_dir / "manifest.ini");
     for (const auto& entry : fs::directory_iterator(out_dir)) {
-      std::string name = entry.path().filename().string();
-      if ((name.starts_with("train_rank") || name.starts_with("val_rank")) &&
-          (name.ends_with(".npy") || name.ends_with(".npy.tmp")))
-        fs::remove(entry.path());
+      if (is_old_shard(entry.path().filename().string())) fs::remove(entry.path());
     }
   }
   MPI_CHECK(MPI_Barrier(comm));
@@ -265,12 +273,14 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
       plan_work(sizes, options.documents.format == InputFormat::jsonl, rank, ranks);
 
   const double start = MPI_Wtime();
-  TokenShardWriter train((out_dir / shard_name("train", rank)).string(), options.output_format,
-                         dtype_bytes);
+  TokenShardWriter train(
+      (out_dir / shard_name("train", rank, options.output_format, dtype_bytes)).string(),
+      options.output_format, dtype_bytes);
   std::unique_ptr<TokenShardWriter> val;
   if (options.val_fraction > 0)
-    val = std::make_unique<TokenShardWriter>((out_dir / shard_name("val", rank)).string(),
-                                             options.output_format, dtype_bytes);
+    val = std::make_unique<TokenShardWriter>(
+        (out_dir / shard_name("val", rank, options.output_format, dtype_bytes)).string(),
+        options.output_format, dtype_bytes);
   std::vector<uint32_t> ids;
   DocumentCounts counts;
   for (const WorkItem& item : work) {

@@ -18,7 +18,7 @@ struct CorpusOptions {
   std::string format = "auto";      // auto: jsonl for *.jsonl / *.json, text otherwise
   DocumentOptions documents;        // format is resolved from `format`
   double val_fraction = 0.0;        // share of documents written to the val shards
-  OutputFormat output_format = OutputFormat::olmo;
+  OutputFormat output_format = OutputFormat::npy;
   std::string dtype = "auto";  // auto: uint16 when the vocabulary fits, else uint32
   std::string out_dir;
 };
@@ -36,8 +36,9 @@ struct CorpusSummary {
 // that every rank sees the same files in the same order.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& patterns);
 
-// Collective over `comm`. Each rank writes DIR/train_rankRRR.npy (and val_rankRRR.npy when
-// val_fraction > 0); rank 0 writes DIR/manifest.ini last, after every shard is complete.
+// Collective over `comm`. Each rank writes DIR/train_rankRRR.EXT (and val_rankRRR.EXT when
+// val_fraction > 0), EXT as shard_extension says; rank 0 writes DIR/manifest.ini last, after
+// every shard is complete.
 CorpusSummary tokenize_corpus(const CorpusOptions& options, Tokenizer& tokenizer, MPI_Comm comm);
 
 // Deterministic validation choice from the document's identity (file name and byte offset), so

@@ -1,8 +1,10 @@
-// Hugging Face tokenizer.json (the format of GPT-NeoX-20B and OLMo): only the parts a byte-level
-// BPE needs are read; a setting outside that scope that would change the encoding (another
-// model type, pre-tokenizer or normalizer) is rejected with a message, never silently ignored.
+// Hugging Face tokenizer.json of a byte-level BPE (GPT-NeoX, OLMo, Llama-3, Qwen, GPT-4o): the
+// model (vocabulary, merges, ignore_merges) and the added tokens are read here, the components
+// around the model in hf_components.cpp. Every member of the file is either used or refused by
+// name (doc/tokenize.md); nothing that could change the ids is silently ignored.
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
+#include "tokenizer/hf_components.hpp"
 #include "tokenizer/json.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -11,56 +13,100 @@ namespace {
 
 constexpr long long kMaxId = (1LL << 31) - 1;
 
-std::string type_of(const JsonValue& component) {
-  const JsonValue* type = component.find("type");
-  return type && type->is_string() ? type->as_string() : "";
-}
-
 bool flag(const JsonValue& object, const char* key, bool fallback) {
   const JsonValue* value = object.find(key);
   return value && value->is_bool() ? value->as_bool() : fallback;
 }
 
-// The ByteLevel pre-tokenizer, alone or as the only member of a Sequence.
-void read_pre_tokenizer(const JsonValue& pre, BpeTokenizerConfig& config, const std::string& path) {
-  const JsonValue* byte_level = &pre;
-  if (type_of(pre) == "Sequence") {
-    const JsonValue* list = pre.find("pretokenizers");
-    DB_REQUIRE(list && list->is_array() && list->as_array().size() == 1,
-               path + ": only a ByteLevel pre-tokenizer is supported (Sequence of several found)");
-    byte_level = &list->as_array()[0];
-  }
-  DB_REQUIRE(type_of(*byte_level) == "ByteLevel",
-             path + ": pre_tokenizer '" + type_of(*byte_level) +
-                 "' is not supported (need ByteLevel, the GPT-2/GPT-NeoX layout)");
-  DB_REQUIRE(flag(*byte_level, "use_regex", true),
-             path + ": ByteLevel with use_regex=false is not supported");
-  config.add_prefix_space = flag(*byte_level, "add_prefix_space", false);
-}
-
-Normalization read_normalizer(const JsonValue* normalizer, const std::string& path) {
-  if (!normalizer || normalizer->is_null()) return Normalization::none;
-  std::string type = type_of(*normalizer);
-  if (type == "Sequence") {
-    const JsonValue* list = normalizer->find("normalizers");
-    DB_REQUIRE(list && list->is_array() && list->as_array().size() <= 1,
-               path + ": a Sequence of several normalizers is not supported");
-    return list->as_array().empty() ? Normalization::none
-                                    : read_normalizer(&list->as_array()[0], path);
-  }
-  if (type == "NFC") return Normalization::nfc;
-  if (type == "NFKC") return Normalization::nfkc;
-  if (type == "NFD") return Normalization::nfd;
-  if (type == "NFKD") return Normalization::nfkd;
-  DB_REQUIRE(false, path + ": normalizer '" + type + "' is not supported");
-  return Normalization::none;
+bool is_set(const JsonValue* value) {
+  return value && !value->is_null();
 }
 
 std::string vocab_bytes(const std::string& text, const std::string& path) {
   auto bytes = vocab_text_to_bytes(text);
-  DB_REQUIRE(bytes.has_value(), path + ": vocabulary entry '" + text +
+  DB_REQUIRE(bytes.has_value(), path + ": vocabulary entry '" + printable(text) +
                                     "' is not byte-level text (a ByteLevel BPE is required)");
   return *bytes;
+}
+
+// Model settings other than vocab and merges: implemented, harmless, or refused by name.
+void read_model_settings(const JsonValue& model, BpeTokenizerConfig& config,
+                         const std::string& path) {
+  require_known_keys(
+      model,
+      {"type", "vocab", "merges", "dropout", "unk_token", "fuse_unk", "byte_fallback",
+       "continuing_subword_prefix", "end_of_word_suffix", "ignore_merges"},
+      "model", path);
+  DB_REQUIRE(component_type(model) == "BPE" || component_type(model).empty(),
+             path + ": model type '" + component_type(model) + "' is not BPE");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const JsonValue* v = model.find(key);
+    DB_REQUIRE(!is_set(v) || (v->is_string() && v->as_string().empty()),
+               path + ": model." + key + " is not supported");
+  }
+  const JsonValue* dropout = model.find("dropout");
+  DB_REQUIRE(!is_set(dropout) || dropout->as_number("dropout") == 0.0,
+             path + ": model.dropout (BPE dropout) is not supported");
+  // unk_token and fuse_unk never act: every byte has a token (checked by BpeModel), so no
+  // piece is ever unknown. byte_fallback was refused with the SentencePiece files.
+  config.ignore_merges = flag(model, "ignore_merges", false);
+}
+
+void read_vocabulary(const JsonValue& model, BpeTokenizerConfig& config, const std::string& path) {
+  const JsonValue* vocab = model.find("vocab");
+  DB_REQUIRE(vocab && vocab->is_object(), path + ": model.vocab must be an object");
+  for (const auto& [text, id_value] : vocab->as_object()) {
+    auto id = static_cast<size_t>(id_value.as_integer("vocabulary id", 0, kMaxId));
+    if (config.id_to_bytes.size() <= id) config.id_to_bytes.resize(id + 1);
+    DB_REQUIRE(config.id_to_bytes[id].empty(),
+               path + ": vocabulary id " + std::to_string(id) + " is used twice");
+    config.id_to_bytes[id] = vocab_bytes(text, path);
+  }
+}
+
+void read_merges(const JsonValue& model, BpeTokenizerConfig& config, const std::string& path) {
+  const JsonValue* merges = model.find("merges");
+  DB_REQUIRE(merges && merges->is_array(), path + ": model.merges must be an array");
+  config.merges.reserve(merges->as_array().size());
+  for (const JsonValue& merge : merges->as_array()) {
+    std::string left, right;
+    if (merge.is_string()) {  // "a b" (tokenizers < 0.20)
+      const std::string& line = merge.as_string();
+      size_t space = line.find(' ');
+      DB_REQUIRE(
+          space != std::string::npos && line.find(' ', space + 1) == std::string::npos,
+          path + ": merge '" + printable(line) + "' is not two tokens separated by one space");
+      left = line.substr(0, space);
+      right = line.substr(space + 1);
+    } else {  // ["a", "b"] (tokenizers >= 0.20)
+      const JsonArray& pair = merge.as_array("merge");
+      DB_REQUIRE(pair.size() == 2, path + ": a merge must have two tokens");
+      left = pair[0].as_string("merge token");
+      right = pair[1].as_string("merge token");
+    }
+    config.merges.emplace_back(vocab_bytes(left, path), vocab_bytes(right, path));
+  }
+}
+
+void read_added_tokens(const JsonValue* added, BpeTokenizerConfig& config,
+                       const std::string& path) {
+  if (!is_set(added)) return;
+  for (const JsonValue& entry : added->as_array("added_tokens")) {
+    require_known_keys(
+        entry, {"id", "content", "special", "normalized", "lstrip", "rstrip", "single_word"},
+        "added_tokens[]", path);
+    AddedToken token;
+    DB_REQUIRE(entry.find("id"), path + ": added token without id");
+    token.id = static_cast<uint32_t>(entry.find("id")->as_integer("added token id", 0, kMaxId));
+    DB_REQUIRE(entry.find("content"), path + ": added token without content");
+    token.content = entry.find("content")->as_string("added token content");
+    token.special = flag(entry, "special", false);
+    token.normalized = flag(entry, "normalized", !token.special);
+    token.lstrip = flag(entry, "lstrip", false);
+    token.rstrip = flag(entry, "rstrip", false);
+    token.single_word = flag(entry, "single_word", false);
+    config.added_tokens.push_back(std::move(token));
+  }
 }
 
 }  // namespace
@@ -73,78 +119,46 @@ std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
     throw Error(path + ": " + e.what());
   }
   DB_REQUIRE(root.is_object(), path + ": not a tokenizer.json (top level is not an object)");
+  require_known_keys(root,
+                     {"version", "truncation", "padding", "added_tokens", "normalizer",
+                      "pre_tokenizer", "model", "post_processor", "decoder"},
+                     "tokenizer", path);
+  // Truncation and padding shape batches of model inputs; a corpus is never cut or padded.
+  DB_REQUIRE(!is_set(root.find("truncation")),
+             path + ": truncation is set; tokenize never truncates documents (set it to null)");
+  DB_REQUIRE(!is_set(root.find("padding")),
+             path + ": padding is set; tokenize never pads documents (set it to null)");
   const JsonValue* model = root.find("model");
   DB_REQUIRE(model && model->is_object(), path + ": no \"model\" object");
-  DB_REQUIRE(type_of(*model) == "BPE" || type_of(*model).empty(),
-             path + ": model type '" + type_of(*model) + "' is not BPE");
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    const JsonValue* v = model->find(key);
-    DB_REQUIRE(!v || v->is_null() || (v->is_string() && v->as_string().empty()),
-               path + ": model." + key + " is not supported");
-  }
-  const JsonValue* dropout = model->find("dropout");
-  DB_REQUIRE(!dropout || dropout->is_null() || dropout->as_number("dropout") == 0.0,
-             path + ": BPE dropout is not supported");
+  // Before anything reads the vocabulary: a SentencePiece vocabulary is not byte-level text,
+  // and that, not the first odd entry, is the reason to give.
+  refuse_sentencepiece(root, path);
 
   BpeTokenizerConfig config;
   config.description = path;
-  const JsonValue* vocab = model->find("vocab");
-  DB_REQUIRE(vocab && vocab->is_object(), path + ": model.vocab must be an object");
-  for (const auto& [text, id_value] : vocab->as_object()) {
-    auto id = static_cast<size_t>(id_value.as_integer("vocabulary id", 0, kMaxId));
-    if (config.id_to_bytes.size() <= id) config.id_to_bytes.resize(id + 1);
-    DB_REQUIRE(config.id_to_bytes[id].empty(),
-               path + ": vocabulary id " + std::to_string(id) + " is used twice");
-    config.id_to_bytes[id] = vocab_bytes(text, path);
-  }
-
-  const JsonValue* merges = model->find("merges");
-  DB_REQUIRE(merges && merges->is_array(), path + ": model.merges must be an array");
-  for (const JsonValue& merge : merges->as_array()) {
-    std::string left, right;
-    if (merge.is_string()) {  // "a b" (tokenizers < 0.20)
-      const std::string& line = merge.as_string();
-      size_t space = line.find(' ');
-      DB_REQUIRE(space != std::string::npos && line.find(' ', space + 1) == std::string::npos,
-                 path + ": merge '" + line + "' is not two tokens separated by one space");
-      left = line.substr(0, space);
-      right = line.substr(space + 1);
-    } else {  // ["a", "b"] (tokenizers >= 0.20)
-      const JsonArray& pair = merge.as_array("merge");
-      DB_REQUIRE(pair.size() == 2, path + ": a merge must have two tokens");
-      left = pair[0].as_string("merge token");
-      right = pair[1].as_string("merge token");
-    }
-    config.merges.emplace_back(vocab_bytes(left, path), vocab_bytes(right, path));
-  }
-
-  const JsonValue* pre = root.find("pre_tokenizer");
-  DB_REQUIRE(pre && pre->is_object(), path + ": no pre_tokenizer (ByteLevel required)");
-  read_pre_tokenizer(*pre, config, path);
+  read_model_settings(*model, config, path);
+  read_vocabulary(*model, config, path);
+  read_merges(*model, config, path);
   config.normalization = read_normalizer(root.find("normalizer"), path);
-  if (const JsonValue* decoder = root.find("decoder"); decoder && !decoder->is_null())
-    DB_REQUIRE(type_of(*decoder) == "ByteLevel",
-               path + ": decoder '" + type_of(*decoder) + "' is not supported (need ByteLevel)");
+  read_pre_tokenizer(root.find("pre_tokenizer"), config, path);
+  check_decoder(root.find("decoder"), path);
+  check_post_processor(root.find("post_processor"), path);
+  read_added_tokens(root.find("added_tokens"), config, path);
 
-  if (const JsonValue* added = root.find("added_tokens"); added && !added->is_null()) {
-    for (const JsonValue& entry : added->as_array("added_tokens")) {
-      AddedToken token;
-      DB_REQUIRE(entry.find("id"), path + ": added token without id");
-      token.id = static_cast<uint32_t>(entry.find("id")->as_integer("added token id", 0, kMaxId));
-      DB_REQUIRE(entry.find("content"), path + ": added token without content");
-      token.content = entry.find("content")->as_string("added token content");
-      token.special = flag(entry, "special", false);
-      token.normalized = flag(entry, "normalized", !token.special);
-      token.lstrip = flag(entry, "lstrip", false);
-      token.rstrip = flag(entry, "rstrip", false);
-      token.single_word = flag(entry, "single_word", false);
-      config.added_tokens.push_back(std::move(token));
+  std::unique_ptr<BpeTokenizer> tokenizer;
+  try {
+    tokenizer = std::make_unique<BpeTokenizer>(std::move(config));
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  // The end-of-document default; `depthbench tokenize --eod-id/--eod-token` overrides it.
+  // GPT-2, GPT-NeoX, Qwen and GPT-4o call it <|endoftext|>, Llama-3 <|end_of_text|>.
+  for (const char* name : {"<|endoftext|>", "<|end_of_text|>"}) {
+    if (int64_t eod = tokenizer->token_id(name); eod >= 0) {
+      tokenizer->set_eod_id(static_cast<uint32_t>(eod));
+      break;
     }
   }
-  auto tokenizer = std::make_unique<BpeTokenizer>(std::move(config));
-  // The end-of-document default; `depthbench tokenize --eod-id/--eod-token` overrides it.
-  if (int64_t eod = tokenizer->token_id("<|endoftext|>"); eod >= 0)
-    tokenizer->set_eod_id(static_cast<uint32_t>(eod));
   return tokenizer;
 }
 

@@ -23,6 +23,11 @@ std::string to_string(OutputFormat format) {
   return format == OutputFormat::npy ? "npy" : "olmo";
 }
 
+std::string shard_extension(OutputFormat format, int dtype_bytes) {
+  if (format == OutputFormat::npy) return ".npy";
+  return dtype_bytes == 2 ? ".u16" : ".u32";
+}
+
 TokenShardWriter::TokenShardWriter(std::string path, OutputFormat format, int dtype_bytes)
     : path_(std::move(path)),
       tmp_path_(path_ + ".tmp"),

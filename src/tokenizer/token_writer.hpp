@@ -13,6 +13,9 @@ namespace db::tokenizer {
 enum class OutputFormat { olmo, npy };
 OutputFormat parse_output_format(const std::string& name);  // "olmo", "npy"
 std::string to_string(OutputFormat format);
+// ".npy" for NumPy files; ".u16"/".u32" for headerless arrays, whose name is all that says
+// their dtype.
+std::string shard_extension(OutputFormat format, int dtype_bytes);
 
 class TokenShardWriter {
  public:

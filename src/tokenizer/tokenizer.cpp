@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace db::tokenizer {
@@ -55,9 +54,10 @@ bool is_space_byte(unsigned char c) {
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeTokenizerConfig config)
-    : model_(std::move(config.id_to_bytes), config.merges),
+    : model_(std::move(config.id_to_bytes), config.merges, config.ignore_merges),
       added_tokens_(std::move(config.added_tokens)),
       normalization_(config.normalization),
+      pre_tokenizer_(config.pre_tokenizer),
       add_prefix_space_(config.add_prefix_space),
       description_(std::move(config.description)) {
   normalizer_for(normalization_);  // fail early when ICU lacks the data
@@ -166,8 +166,7 @@ void BpeTokenizer::encode_plain(std::string_view text, std::vector<uint32_t>& id
     prefixed.append(text);
     text = prefixed;
   }
-  pieces_.clear();
-  pretokenize_gpt2(text, pieces_);
+  pre_tokenizer_.run(text, pieces_);
   for (std::string_view piece : pieces_) model_.encode_piece(piece, ids);
 }
 

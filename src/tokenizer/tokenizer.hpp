@@ -1,6 +1,6 @@
-// The tokenizers of `depthbench tokenize` (spec: doc/data.md, "Tokenizers"): a byte-level
-// BPE loaded from a Hugging Face tokenizer.json or GPT-2's encoder.json + vocab.bpe, and the
-// 257-id byte vocabulary of the embedded demo.
+// The tokenizers of `depthbench tokenize` (doc/tokenize.md): a byte-level BPE loaded from a
+// Hugging Face tokenizer.json or GPT-2's encoder.json + vocab.bpe, and the 257-id byte
+// vocabulary of the embedded demo.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tokenizer/bpe.hpp"
+#include "tokenizer/pretokenizer_sequence.hpp"
 
 namespace db::tokenizer {
 
@@ -50,7 +51,9 @@ struct BpeTokenizerConfig {
   std::vector<std::pair<std::string, std::string>> merges;  // raw bytes, rank order
   std::vector<AddedToken> added_tokens;
   Normalization normalization = Normalization::none;
-  bool add_prefix_space = false;
+  PreTokenizerConfig pre_tokenizer;  // default: ByteLevel with the GPT-2 expression
+  bool add_prefix_space = false;     // ByteLevel: a space before text that lacks one
+  bool ignore_merges = false;        // a pre-token found in the vocabulary is not merged
   int64_t eod_id = -1;
   std::string description;
 };
@@ -83,6 +86,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::vector<const AddedToken*>> added_by_first_byte_;  // longest first
   std::vector<std::string> id_to_text_;                              // for decode
   Normalization normalization_;
+  PreTokenizerSequence pre_tokenizer_;
   bool add_prefix_space_;
   bool has_raw_added_ = false, has_normalized_added_ = false;
   uint32_t vocab_size_ = 0;
@@ -102,8 +106,9 @@ class ByteTokenizer final : public Tokenizer {
   std::string description() const override { return "bytes"; }
 };
 
-// Hugging Face tokenizer.json: model BPE, ByteLevel pre-tokenizer (GPT-NeoX layout).
-// End-of-document: the added token "<|endoftext|>" when present.
+// Hugging Face tokenizer.json of a byte-level BPE (GPT-NeoX, OLMo, Llama-3, Qwen, GPT-4o layouts);
+// every other setting is refused by name. End-of-document: the added token "<|endoftext|>" when
+// present, else "<|end_of_text|>" (Llama-3).
 std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path);
 
 // GPT-2's encoder.json + vocab.bpe; end-of-document "<|endoftext|>" (50256). Like OpenAI's

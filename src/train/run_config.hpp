@@ -14,7 +14,7 @@ struct DataConfig {
   std::vector<std::string> train_files;  // glob patterns, expanded in order
   std::vector<std::string> val_files;
   std::string format = "auto";  // auto | olmo | npy | llmc
-  int dtype_bytes = 2;          // OLMo raw arrays: 2 (uint16) or 4 (uint32)
+  int dtype_bytes = 0;  // OLMo raw arrays: 2 (uint16) or 4 (uint32); 0 = manifest or name, else 2
 };
 
 struct RunConfig {

@@ -157,8 +157,13 @@ void TrainingRun::open_data() {
   options.vocab_size = config_.model.vocab_size;
   DB_REQUIRE(!config_.data.train_files.empty(), "data.train_files is empty");
   DB_REQUIRE(!config_.data.val_files.empty(), "data.val_files is empty");
-  train_.emplace(expand_globs(config_.data.train_files), r.seq_len, options);
-  val_.emplace(expand_globs(config_.data.val_files), r.seq_len, options);
+  std::vector<std::string> train_files = expand_globs(config_.data.train_files);
+  std::vector<std::string> val_files = expand_globs(config_.data.val_files);
+  std::vector<std::string> all_files = train_files;
+  all_files.insert(all_files.end(), val_files.begin(), val_files.end());
+  data::require_one_tokenization(all_files);
+  train_.emplace(std::move(train_files), r.seq_len, options);
+  val_.emplace(std::move(val_files), r.seq_len, options);
   order_.emplace(train_->num_windows(), config_.seed);
 }
 

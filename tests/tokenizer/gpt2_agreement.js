@@ -1,7 +1,7 @@
 // Independent reference for tests/tokenizer/gpt2_agreement.sh: encodes the same documents with the
 // npm package gpt-3-encoder (OpenAI's GPT-2 encoder ported to JavaScript) and compares them, token
 // by token, with the shard written by `depthbench tokenize`.
-// usage: node gpt2_agreement.js NPM_PREFIX OUR_SHARD(uint16 OLMo raw) FORTUNES_FILE...
+// usage: node gpt2_agreement.js NPM_PREFIX OUR_SHARD(headerless uint16, .u16) FORTUNES_FILE...
 'use strict';
 const fs = require('fs');
 const path = require('path');

@@ -28,6 +28,29 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path.string();
 }
 
+// The fixture with one piece of its text replaced (the pre-tokenizer, a model flag, ...).
+std::string fixture_with(const std::string& from, const std::string& to) {
+  std::string text = read_text_file(kFixture);
+  size_t at = text.find(from);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "fixture lacks '" << from << "'");
+  return text.replace(at, from.size(), to);
+}
+
+const std::string kByteLevelPre = R"("pre_tokenizer": {
+  "type": "ByteLevel",
+  "add_prefix_space": false,
+  "trim_offsets": true,
+  "use_regex": true
+ })";
+
+// A Sequence of one Split and ByteLevel(use_regex=false), the Llama-3 layout.
+std::string with_split(const std::string& split_json) {
+  return fixture_with(kByteLevelPre, R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [)" +
+                                         split_json +
+                                         R"(, {"type": "ByteLevel", "add_prefix_space": false,
+                          "trim_offsets": true, "use_regex": false}]})");
+}
+
 void expect_error(const std::string& json, const std::string& fragment) {
   std::string path = write_temp("bad.json", json);
   try {
@@ -124,4 +147,112 @@ BOOST_AUTO_TEST_CASE(unsupported_or_broken_files_fail_with_a_message_naming_the_
                "used twice");
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})", "integer");
   BOOST_CHECK_THROW(load_tokenizer("/nonexistent/tokenizer.json"), db::Error);
+}
+
+BOOST_AUTO_TEST_CASE(split_then_byte_level_without_regex_cuts_only_where_the_split_says) {
+  // Isolated on "l": " the hello" -> " the he", "l", "l", "o"; no GPT-2 cut at the space.
+  auto tok = load_hf_tokenizer(
+      write_temp("split.json",
+                 with_split(R"({"type": "Split", "pattern": {"String": "l"}, "behavior": "Isolated",
+                     "invert": false})")));
+  BOOST_TEST(tok->encode(" the hello") ==
+             (Ids{260, byte_id(' '), 259, byte_id('l'), byte_id('l'), byte_id('o')}));
+  // Removed drops the delimiters from the text, as Hugging Face does.
+  auto removed = load_hf_tokenizer(
+      write_temp("split_removed.json",
+                 with_split(R"({"type": "Split", "pattern": {"Regex": "l+"}, "behavior": "Removed",
+                     "invert": false})")));
+  BOOST_TEST(removed->encode("hello") == (Ids{259, byte_id('o')}));
+}
+
+BOOST_AUTO_TEST_CASE(ignore_merges_maps_a_pretoken_in_the_vocabulary_to_its_id) {
+  // "hex" is in the vocabulary (id 267) but no merge builds it: merges give "he" + "x".
+  std::string vocab = fixture_with(R"("vocab": {)", R"("vocab": {"hex": 267, )");
+  std::string plain = write_temp("hex.json", vocab);
+  BOOST_TEST(load_hf_tokenizer(plain)->encode("hex") == (Ids{259, byte_id('x')}));
+  std::string ignoring = vocab;
+  ignoring.replace(ignoring.find(R"("byte_fallback")"), 0, R"("ignore_merges": true, )");
+  auto tok = load_hf_tokenizer(write_temp("hex_ignore.json", ignoring));
+  BOOST_TEST(tok->encode("hex hex") == (Ids{267, byte_id(' '), 259, byte_id('x')}));
+  BOOST_TEST(tok->model().ignore_merges());
+}
+
+BOOST_AUTO_TEST_CASE(sentencepiece_files_are_refused_with_that_reason_and_no_control_byte) {
+  // Llama-2 layout: byte_fallback, <0xNN> byte tokens, Metaspace-style normalizer.
+  const std::string llama2 = R"({"normalizer": {"type": "Sequence", "normalizers": [
+      {"type": "Prepend", "prepend": "\u2581"},
+      {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": null,
+    "model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true, "unk_token": "<unk>",
+              "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x00>": 3, "\u0001": 4},
+              "merges": []}})";
+  std::string path = write_temp("llama2.json", llama2);
+  try {
+    load_hf_tokenizer(path);
+    BOOST_ERROR("accepted a SentencePiece tokenizer.json");
+  } catch (const db::Error& e) {
+    std::string message = e.what();
+    BOOST_TEST(message.find("SentencePiece/Metaspace tokenizers are not supported") !=
+               std::string::npos);
+    for (unsigned char c : message) BOOST_TEST(c >= 0x20, "control byte in '" << message << "'");
+  }
+  expect_error(R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+                   "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581"}})",
+               "SentencePiece/Metaspace tokenizers are not supported (pre_tokenizer 'Metaspace')");
+  // A Metaspace decoder alone gives the file away too.
+  expect_error(R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+                   "decoder": {"type": "Sequence", "decoders": [{"type": "Replace",
+                     "pattern": {"String": "\u2581"}, "content": " "}]}})",
+               "(decoder 'Replace' of U+2581)");
+  // A vocabulary entry with a control character is quoted escaped.
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"\u0001x": 0}, "merges": []},
+                   "pre_tokenizer": {"type": "ByteLevel"}})",
+               "entry '\\x01x' is not byte-level text");
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"a\u0085": 0}, "merges": []},
+                   "pre_tokenizer": {"type": "ByteLevel"}})",
+               "entry 'a\\u0085' is not byte-level text");
+}
+
+BOOST_AUTO_TEST_CASE(every_setting_that_is_not_implemented_is_refused_by_name) {
+  auto model_with = [](const std::string& extra) {
+    return fixture_with(R"("byte_fallback": false)", R"("byte_fallback": false, )" + extra);
+  };
+  expect_error(model_with(R"("dropout_seed": 1)"), "model.dropout_seed is not supported");
+  expect_error(fixture_with(R"("dropout": null)", R"("dropout": 0.1)"), "model.dropout");
+  expect_error(
+      fixture_with(R"("continuing_subword_prefix": null)", R"("continuing_subword_prefix": "##")"),
+      "model.continuing_subword_prefix is not supported");
+  expect_error(fixture_with(R"("truncation": null)", R"("truncation": {"max_length": 512})"),
+               "truncation is set");
+  expect_error(fixture_with(R"("version": "1.0")", R"("version": "1.0", "extra": 1)"),
+               "tokenizer.extra is not supported");
+  expect_error(fixture_with(R"("normalizer": {
+  "type": "NFC"
+ })",
+                            R"("normalizer": {"type": "Sequence", "normalizers": [
+                                {"type": "NFKC"}, {"type": "Lowercase"}]})"),
+               "normalizer Sequence [NFKC, Lowercase] is not supported");
+  expect_error(fixture_with(R"("decoder": {
+  "type": "ByteLevel")",
+                            R"("decoder": {"type": "WordPiece")"),
+               "decoder 'WordPiece' is not supported");
+  expect_error(fixture_with(R"("post_processor": {
+  "type": "ByteLevel")",
+                            R"("post_processor": {"type": "Future")"),
+               "post_processor 'Future' is not supported");
+  expect_error(with_split(R"({"type": "Split", "pattern": {"Regex": "x"}, "behavior": "Merged"})"),
+               "Split behavior 'Merged' is unknown");
+  expect_error(
+      with_split(R"({"type": "Split", "pattern": {"Regex": "(x"}, "behavior": "Removed"})"),
+      "does not compile");
+  expect_error(with_split(R"({"type": "Digits", "individual_digits": true})"),
+               "pre_tokenizer 'Digits' is not supported");
+  expect_error(fixture_with(kByteLevelPre, R"("pre_tokenizer": {"type": "Sequence",
+                   "pretokenizers": [{"type": "ByteLevel"}, {"type": "Split",
+                   "pattern": {"String": "x"}, "behavior": "Removed"}]})"),
+               "need ByteLevel, alone or last");
+  expect_error(fixture_with(kByteLevelPre, R"("pre_tokenizer": {"type": "Sequence",
+                   "pretokenizers": [{"type": "Split", "pattern": {"String": "x"},
+                   "behavior": "Removed"}, {"type": "ByteLevel", "add_prefix_space": true}]})"),
+               "add_prefix_space after a Split");
 }

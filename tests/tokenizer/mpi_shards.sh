@@ -13,11 +13,12 @@ for f in 0 1 2; do  # uneven files, lines of varying length, one bad line each
   done >"$work/in/part$f.jsonl"
   echo '{"text": broken' >>"$work/in/part$f.jsonl"
 done
-common=(tokenize --tokenizer bytes --input "$work/in/*.jsonl" --val-fraction 0.1)
+# Headerless output: the shards concatenate to the one-rank array.
+common=(tokenize --tokenizer bytes --input "$work/in/*.jsonl" --val-fraction 0.1 --output-format olmo)
 "$depthbench" "${common[@]}" --out "$work/one" >/dev/null
 "${mpirun[@]}" -np 2 "$depthbench" "${common[@]}" --out "$work/two" >/dev/null
 for split in train val; do
-  cat "$work/two/${split}_rank000.npy" "$work/two/${split}_rank001.npy" | cmp - "$work/one/${split}_rank000.npy"
+  cat "$work/two/${split}_rank000.u16" "$work/two/${split}_rank001.u16" | cmp - "$work/one/${split}_rank000.u16"
 done
 for key in documents documents_val tokens_train tokens_val malformed_json; do
   a=$(grep "^$key = " "$work/one/manifest.ini") b=$(grep "^$key = " "$work/two/manifest.ini")

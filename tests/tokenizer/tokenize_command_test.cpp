@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "app/commands.hpp"
+#include "core/error.hpp"
+#include "data/token_dataset.hpp"
 #include "tokenizer/corpus.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -44,8 +46,10 @@ int run(std::vector<std::string> args) {
   return db::app::run_tokenize_command(static_cast<int>(argv.size()), argv.data());
 }
 
-Ids read_u16(const fs::path& path, size_t skip_bytes = 0) {
-  std::string bytes = db::tokenizer::read_text_file(path.string()).substr(skip_bytes);
+// The uint16 ids of a shard; the 128-byte header of tokenize's .npy files is skipped.
+Ids read_u16(const fs::path& path) {
+  std::string bytes = db::tokenizer::read_text_file(path.string());
+  if (bytes.starts_with("\x93NUMPY")) bytes = bytes.substr(128);
   Ids ids(bytes.size() / 2);
   for (size_t i = 0; i < ids.size(); ++i)
     ids[i] = static_cast<unsigned char>(bytes[2 * i]) |
@@ -116,8 +120,9 @@ BOOST_AUTO_TEST_CASE(jsonl_bad_lines_are_counted_and_good_documents_written_with
 BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_numpy_header) {
   fs::path dir = scratch("fortunes");
   write(dir / "f", "one\ntwo\n%\nthree\n%\n%\nfour");
+  // npy is the default output format.
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "f").string(), "--format", "fortunes",
-                  "--output-format", "npy", "--out", (dir / "out").string()}) == 0);
+                  "--out", (dir / "out").string()}) == 0);
   std::string file = db::tokenizer::read_text_file((dir / "out" / "train_rank000.npy").string());
   BOOST_TEST(file.substr(0, 6) == "\x93NUMPY");
   BOOST_TEST(file.find("'descr': '<u2'") != std::string::npos);
@@ -127,7 +132,7 @@ BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_num
     expected.insert(expected.end(), ids.begin(), ids.end());
   }
   BOOST_TEST(file.find("'shape': (" + std::to_string(expected.size()) + ",)") != std::string::npos);
-  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy", 128) == expected);
+  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy") == expected);
 }
 
 BOOST_AUTO_TEST_CASE(text_with_blank_line_separator_and_validation_split_partitions_documents) {
@@ -162,9 +167,65 @@ BOOST_AUTO_TEST_CASE(hf_tokenizer_json_drives_the_command_and_picks_its_eod) {
   BOOST_TEST(run({"--tokenizer", fixture, "--input", (dir / "d.jsonl").string(), "--text-field",
                   "content", "--eod-token", "<|padding|>", "--dtype", "uint32", "--out",
                   (dir / "out32").string()}) == 0);
-  std::string raw = db::tokenizer::read_text_file((dir / "out32" / "train_rank000.npy").string());
-  BOOST_TEST(raw.size() == 12u);
-  BOOST_TEST(static_cast<unsigned char>(raw[8]) == 1u);
+  std::string npy = db::tokenizer::read_text_file((dir / "out32" / "train_rank000.npy").string());
+  BOOST_TEST(npy.find("'descr': '<u4'") != std::string::npos);
+  BOOST_TEST(npy.size() == 128u + 12u);
+  BOOST_TEST(static_cast<unsigned char>(npy[128 + 8]) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(headerless_shards_are_named_by_their_dtype_never_npy) {
+  fs::path dir = scratch("olmo");
+  write(dir / "t.txt", "abc");
+  for (std::string dtype : {"uint16", "uint32"}) {
+    fs::path out = dir / dtype;
+    BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--output-format",
+                    "olmo", "--dtype", dtype, "--out", out.string()}) == 0);
+    std::string name = dtype == "uint16" ? "train_rank000.u16" : "train_rank000.u32";
+    BOOST_TEST(fs::file_size(out / name) == (dtype == "uint16" ? 8u : 16u));
+    BOOST_TEST(!fs::exists(out / "train_rank000.npy"));
+    auto m = read_manifest(out / "manifest.ini");
+    BOOST_TEST(m[name] == "4");
+    BOOST_TEST(m["output_format"] == "olmo");
+  }
+  // A later run in npy removes the headerless shards it replaces.
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--out",
+                  (dir / "uint16").string()}) == 0);
+  BOOST_TEST(!fs::exists(dir / "uint16" / "train_rank000.u16"));
+  BOOST_TEST(fs::exists(dir / "uint16" / "train_rank000.npy"));
+}
+
+BOOST_AUTO_TEST_CASE(the_reader_takes_the_dtype_from_the_manifest_and_refuses_a_contradiction) {
+  // The case: uint32 shards (as a vocabulary above 65 536 ids gets) read by a run that
+  // leaves data.dtype_bytes at its default, and by one that says 2.
+  fs::path dir = scratch("manifest");
+  std::string text(3000, 'x');
+  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + i % 26);
+  write(dir / "t.txt", text);
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--output-format",
+                  "olmo", "--dtype", "uint32", "--out", (dir / "out").string()}) == 0);
+  // Renamed the way older versions named headerless shards: only the manifest tells the dtype.
+  fs::rename(dir / "out" / "train_rank000.u32", dir / "out" / "train_rank000.npy");
+  std::string manifest = db::tokenizer::read_text_file((dir / "out" / "manifest.ini").string());
+  manifest.replace(manifest.find("train_rank000.u32"), 17, "train_rank000.npy");
+  write(dir / "out" / "manifest.ini", manifest);
+  const std::string shard = (dir / "out" / "train_rank000.npy").string();
+  db::data::TokenFileOptions defaults;
+  defaults.vocab_size = 257;
+  db::data::TokenDataset dataset({shard}, 100, defaults);
+  std::vector<int32_t> window(100);
+  dataset.read_window(0, window);
+  BOOST_TEST(window[0] == 'a');
+  BOOST_TEST(window[1] == 'b');
+  BOOST_TEST(dataset.total_tokens() == 3001);
+  db::data::TokenFileOptions two_bytes = defaults;
+  two_bytes.raw_dtype_bytes = 2;
+  try {
+    db::data::TokenDataset misread({shard}, 100, two_bytes);
+    BOOST_ERROR("a uint32 shard was read as uint16");
+  } catch (const db::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("says dtype uint32, but the run has "
+                                          "data.dtype_bytes = 2") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(usage_errors_return_nonzero_without_writing_a_manifest) {

@@ -1,0 +1,37 @@
+// The parts of a Hugging Face tokenizer.json around the BPE model: normalizer, pre-tokenizer,
+// decoder, post-processor. Each reader either turns a setting into configuration or refuses it
+// with a one-line message naming it (doc/tokenize.md lists which is which); none is ignored.
+// `path` prefixes every message.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "tokenizer/json.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace db::tokenizer {
+
+// The "type" member of a component, or "" when absent.
+std::string component_type(const JsonValue& component);
+
+// Refuses the first member of `object` that is not in `known`: "PATH: WHERE.KEY is not
+// supported".
+void require_known_keys(const JsonValue& object, std::initializer_list<std::string_view> known,
+                        const std::string& where, const std::string& path);
+
+// Refuses SentencePiece/Metaspace files (Llama-2, Mistral, T5) with that reason, naming the
+// setting that shows it, before their vocabulary is read as byte-level text.
+void refuse_sentencepiece(const JsonValue& root, const std::string& path);
+
+Normalization read_normalizer(const JsonValue* normalizer, const std::string& path);
+// Fills config.pre_tokenizer and config.add_prefix_space.
+void read_pre_tokenizer(const JsonValue* pre_tokenizer, BpeTokenizerConfig& config,
+                        const std::string& path);
+void check_decoder(const JsonValue* decoder, const std::string& path);
+void check_post_processor(const JsonValue* post_processor, const std::string& path);
+
+// Text for a message: control and non-UTF-8 bytes as \xNN, so a message stays one printable line.
+std::string printable(std::string_view text);
+
+}  // namespace db::tokenizer
