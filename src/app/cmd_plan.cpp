@@ -69,6 +69,8 @@ int run_plan_command(int argc, char** argv) {
     const sweep::PlannedRun& run = runs[i];
     const ModelConfig& m = run.config.model;
     const double gpu_hours = run.flops / (mfu * peak) / 3600;
+    RunConfig sized = run.config;  // an unregistered design is sized as its Pre-LN shape
+    if (!run.design_registered) sized.model.arch = "pre_ln";
     total_flops += run.flops;
     unregistered += run.design_registered ? 0 : 1;
     std::printf(
@@ -77,7 +79,7 @@ int run_plan_command(int argc, char** argv) {
         human(double(run.counts.total)).c_str(), human(double(run.counts.backbone)).c_str(),
         human(double(run.tokens)).c_str(), (long long)run.config.recipe.steps,
         run.config.recipe.learning_rate, run.flops, gpu_hours,
-        estimate_memory(run.config).total() / double(1 << 30),
+        estimate_memory(sized).total() / double(1 << 30),
         sweep::run_status(run.config).c_str(),
                 run.design_registered ? "" : "  unregistered design");
     for (const std::string& key : sweep::stale_keys(run.config))
