@@ -1,10 +1,10 @@
-#include "core/version.hpp"
 #include "diag/diagnose.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "diag/diagnostics.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_handle.hpp"
@@ -86,16 +86,15 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
   cpu::set_cpu_threads(options.threads > 0 ? options.threads : comm.threads_per_rank_on_node());
   const LoadedRun run = load_run(options.run_file);
 
-  // The final weights, in layout order (doc/hdf5-schema.md "Files beside the run file").
+  // The final weights, read by the names of the run's model (doc/hdf5-schema.md "Weight and
+  // checkpoint files").
   const std::string weights_file = weights_path(options.run_file);
-  const std::optional<Checkpoint> weights = read_checkpoint(weights_file);
-  DB_REQUIRE(weights.has_value(), "final weights " + weights_file + " not found");
-  DB_REQUIRE(weights->run_id == run.run_id,
-             weights_file + " belongs to run " + weights->run_id + ", not " + run.run_id);
+  const std::optional<std::string> weights_run = read_checkpoint_run_id(weights_file);
+  DB_REQUIRE(weights_run.has_value(), "final weights " + weights_file + " not found");
+  DB_REQUIRE(*weights_run == run.run_id,
+             weights_file + " belongs to run " + *weights_run + ", not " + run.run_id);
+  const std::optional<Checkpoint> weights = read_checkpoint(weights_file, run.config.model);
   Model<float> model(run.config.model);
-  DB_REQUIRE(int64_t(weights->params.size()) == model.layout().total_size(),
-             weights_file + " holds " + std::to_string(weights->params.size()) +
-                 " parameters, the model has " + std::to_string(model.layout().total_size()));
   std::copy(weights->params.begin(), weights->params.end(), model.params().values().begin());
 
   DiagSettings settings = options.settings;

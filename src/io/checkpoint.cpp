@@ -6,29 +6,13 @@
 
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/named_tensors.hpp"
 #include "io/run_file.hpp"
+#include "model/model.hpp"
+#include "model/residual/registry.hpp"
 
 namespace db {
 namespace {
-
-void write_vector(hid_t file, const char* name, const std::vector<float>& values) {
-  hsize_t dims[1] = {values.size()};
-  H5Handle space(H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-  H5Handle set(H5_CHECK(H5Dcreate2(file, name, H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT,
-                                   H5P_DEFAULT, H5P_DEFAULT)),
-               H5Dclose);
-  if (!values.empty())
-    H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
-}
-
-std::vector<float> read_vector(hid_t file, const char* name) {
-  H5Handle set(H5_CHECK(H5Dopen2(file, name, H5P_DEFAULT)), H5Dclose);
-  H5Handle space(H5_CHECK(H5Dget_space(set.get())), H5Sclose);
-  std::vector<float> values(H5_CHECK(H5Sget_simple_extent_npoints(space.get())));
-  if (!values.empty())
-    H5_CHECK(H5Dread(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
-  return values;
-}
 
 template <class T>
 void write_scalar(hid_t file, const char* name, hid_t type, const T& value) {
@@ -36,6 +20,22 @@ void write_scalar(hid_t file, const char* name, hid_t type, const T& value) {
   H5Handle attr(H5_CHECK(H5Acreate2(file, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
                 H5Aclose);
   H5_CHECK(H5Awrite(attr.get(), type, &value));
+}
+
+void write_string(hid_t file, const char* name, const std::string& value) {
+  H5Handle type(H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
+  H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
+  H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));  // as every string of the run file
+  const char* text = value.c_str();
+  write_scalar(file, name, type.get(), text);
+}
+
+void write_int(hid_t file, const char* name, int64_t value) {
+  write_scalar(file, name, H5T_NATIVE_INT64, value);
+}
+
+void write_double(hid_t file, const char* name, double value) {
+  write_scalar(file, name, H5T_NATIVE_DOUBLE, value);
 }
 
 template <class T>
@@ -46,28 +46,51 @@ T read_scalar(hid_t file, const char* name, hid_t type) {
   return value;
 }
 
+// The model config as attributes, resolved (n_kv_head, ff, head_dim as used), so that a loader
+// derives every tensor shape from the file alone (doc/parameters.md).
+void write_model_attributes(hid_t file, const ModelConfig& m) {
+  write_string(file, "arch", m.arch);
+  write_string(file, "design_options", design_options_text(m));
+  write_int(file, "d_model", m.d_model);
+  write_int(file, "n_layer", m.n_layer);
+  write_int(file, "n_head", m.n_head);
+  write_int(file, "n_kv_head", m.kv_heads());
+  write_int(file, "head_dim", m.head_dim());
+  write_int(file, "ff", m.ff_dim());
+  write_int(file, "vocab_size", m.vocab_size);
+  write_int(file, "qk_norm", m.qk_norm ? 1 : 0);
+  write_double(file, "rope_theta", m.rope_theta);
+  write_double(file, "norm_eps", m.norm_eps);
+}
+
+H5Handle open_for_reading(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  DB_REQUIRE(id >= 0, "checkpoint " + path + " is unreadable (delete it to restart the run)");
+  return H5Handle(id, H5Fclose);
+}
+
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const ParameterLayout layout = build_layout(c.model);
   const std::string tmp = path + ".tmp";
   {
     hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (id < 0) throw_if_hdf5_environment_error(tmp);
     DB_REQUIRE(id >= 0, "cannot create checkpoint " + tmp);
     H5Handle file(id, H5Fclose);
-    H5Handle str(H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
-    H5_CHECK(H5Tset_size(str.get(), H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(str.get(), H5T_CSET_UTF8));  // as every string of the run file
-    const char* run_id = c.run_id.c_str();
-    write_scalar(file.get(), "run_id", str.get(), run_id);
-    write_scalar(file.get(), "step", H5T_NATIVE_INT64, c.step);
-    write_scalar(file.get(), "adam_steps", H5T_NATIVE_INT64, c.adam_steps);
-    write_scalar(file.get(), "best_val_loss", H5T_NATIVE_DOUBLE, c.best_val_loss);
-    write_scalar(file.get(), "best_step", H5T_NATIVE_INT64, c.best_step);
-    write_vector(file.get(), "params", c.params);
-    write_vector(file.get(), "adam_m", c.adam_m);
-    write_vector(file.get(), "adam_v", c.adam_v);
+    write_int(file.get(), "format_version", kWeightsFormatVersion);
+    write_string(file.get(), "run_id", c.run_id);
+    write_int(file.get(), "step", c.step);
+    write_int(file.get(), "adam_steps", c.adam_steps);
+    write_double(file.get(), "best_val_loss", c.best_val_loss);
+    write_int(file.get(), "best_step", c.best_step);
+    write_model_attributes(file.get(), c.model);
+    write_named_tensors(file.get(), "params", layout, c.params);
+    if (!c.adam_m.empty()) write_named_tensors(file.get(), "adam_m", layout, c.adam_m);
+    if (!c.adam_v.empty()) write_named_tensors(file.get(), "adam_v", layout, c.adam_v);
     H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
     H5_CHECK(H5Fclose(file.release()));  // a close that cannot write its metadata must fail here
   }
@@ -77,21 +100,30 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   }
 }
 
-std::optional<Checkpoint> read_checkpoint(const std::string& path) {
+std::optional<std::string> read_checkpoint_run_id(const std::string& path) {
   if (!std::filesystem::exists(path)) return std::nullopt;
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  DB_REQUIRE(id >= 0, "checkpoint " + path + " is unreadable (delete it to restart the run)");
-  H5Handle file(id, H5Fclose);
+  const H5Handle file = open_for_reading(path);
+  return read_string_attribute(file.get(), "run_id");
+}
+
+std::optional<Checkpoint> read_checkpoint(const std::string& path, const ModelConfig& model) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  const H5Handle file = open_for_reading(path);
+  const ParameterLayout layout = build_layout(model);
   Checkpoint c;
+  c.model = model;
   c.run_id = read_string_attribute(file.get(), "run_id");
   c.step = read_scalar<int64_t>(file.get(), "step", H5T_NATIVE_INT64);
   c.adam_steps = read_scalar<int64_t>(file.get(), "adam_steps", H5T_NATIVE_INT64);
   c.best_val_loss = read_scalar<double>(file.get(), "best_val_loss", H5T_NATIVE_DOUBLE);
   c.best_step = read_scalar<int64_t>(file.get(), "best_step", H5T_NATIVE_INT64);
-  c.params = read_vector(file.get(), "params");
-  c.adam_m = read_vector(file.get(), "adam_m");
-  c.adam_v = read_vector(file.get(), "adam_v");
+  DB_REQUIRE(has_object(file.get(), "params"), path + " holds no params");
+  c.params = read_named_tensors(file.get(), "params", layout, path);
+  // Weight files carry no optimizer state (format 1: empty datasets; format 2: no groups).
+  if (has_object(file.get(), "adam_m"))
+    c.adam_m = read_named_tensors(file.get(), "adam_m", layout, path);
+  if (has_object(file.get(), "adam_v"))
+    c.adam_v = read_named_tensors(file.get(), "adam_v", layout, path);
   return c;
 }
 

@@ -208,6 +208,11 @@ void read_recipe(const std::vector<Line>& lines, const std::string& source, Suit
     s.recipe.emplace_back(l.key, l.value);
     if (l.key == "train.steps") s.steps_fixed = true;
   }
+  // A sweep keeps the initial weights of every run (diagnostics compare trained with initial
+  // weights) unless its recipe says otherwise; `depthbench train` keeps them only when asked.
+  if (std::none_of(s.recipe.begin(), s.recipe.end(),
+                   [](const auto& kv) { return kv.first == "train.save_initial_weights"; }))
+    by_section["train"] += "save_initial_weights = true\n";
   std::string ini;
   for (const auto& [section, body] : by_section) ini += "[" + section + "]\n" + body;
   try {

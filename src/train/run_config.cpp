@@ -195,6 +195,8 @@ std::vector<Key> keys_of(RunConfig& c) {
                  "diverged when loss > ln(V) + margin", Range::above(0)),
       number_key("train.checkpoint_interval", c.checkpoint_interval,
                  "steps between checkpoints (0 = none)", Range::at_least(0)),
+      bool_key("train.save_initial_weights", c.save_initial_weights,
+               "write NAME.init.weights before the first step (sweeps: default true)"),
       text_key("train.backend", c.backend, "cpu | cuda"),
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),

@@ -30,6 +30,8 @@ struct RunConfig {
   int64_t val_windows = 32;         // validation windows evaluated each time
   double divergence_margin = 3.0;   // loss above ln(V) + margin (after warm-up) = diverged
   int64_t checkpoint_interval = 0;  // steps between checkpoints (0 = only on signal / never)
+  // NAME.init.weights before the first step; the sweep turns it on unless its recipe says no.
+  bool save_initial_weights = false;
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 

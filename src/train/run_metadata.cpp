@@ -32,7 +32,8 @@ std::string joined(const std::vector<std::string>& items) {
 }  // namespace
 
 bool changes_results(const std::string& ini_line) {
-  const char* const ignored[] = {"threads", "log_interval", "checkpoint_interval", "dir ", "name "};
+  const char* const ignored[] = {"threads",    "log_interval", "checkpoint_interval",
+                                 "save_initial_weights", "dir ", "name "};
   for (const char* key : ignored)
     if (ini_line.rfind(key, 0) == 0) return false;
   return true;
@@ -76,14 +77,11 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed)
   const ModelConfig& m = c.model;
   const Recipe& r = c.recipe;
   const ParameterCounts counts = count_parameters(m);
-  std::string options;
-  for (const DesignOption& o : find_design(m.arch).options)
-    options += (options.empty() ? "" : ";") + o.key + "=" + m.option(o.key, o.default_value);
   f.set_attribute("run_id", run_id(c));
   f.set_attribute("run_name", c.run_name());
   f.set_attribute("suite", c.suite);
   f.set_attribute("arch", m.arch);
-  f.set_attribute("design_options", options);
+  f.set_attribute("design_options", design_options_text(m));
   f.set_attribute("d_model", int64_t(m.d_model));
   f.set_attribute("n_layer", int64_t(m.n_layer));
   f.set_attribute("n_head", int64_t(m.n_head));

@@ -118,6 +118,8 @@ class TrainingRun {
   void log_step(int64_t step, const CurveRow& row, double eta_seconds);
   Fault validate(int64_t step, bool final);
   void save_checkpoint(int64_t steps_done);
+  void save_initial_weights();
+  Checkpoint weights_file(int64_t steps_done);
   void write_final_results();
   TrainResult end_early(const Fault& fault, int64_t step);
   TrainResult finish(TrainResult result);
@@ -143,6 +145,7 @@ class TrainingRun {
   std::optional<RunFile> file_;
   std::vector<int32_t> batch_tokens_;
   int64_t start_step_ = 0;
+  bool resumed_ = false;  // from a checkpoint: the step-0 validation is in the run file already
   double best_val_ = 1e300;
   int64_t best_step_ = -1;
   double last_val_ = 0;
@@ -190,18 +193,18 @@ void TrainingRun::say(bool event, const char* format, ...) {
 
 void TrainingRun::start_or_resume() {
   std::optional<Checkpoint> checkpoint;
-  if (std::filesystem::exists(paths_.run_file + ".tmp"))
-    checkpoint = read_checkpoint(paths_.checkpoint);
-  const std::string id = run_id(config_);
-  if (checkpoint && checkpoint->run_id != id) {
+  const std::optional<std::string> checkpoint_id =
+      std::filesystem::exists(paths_.run_file + ".tmp") ? read_checkpoint_run_id(paths_.checkpoint)
+                                                        : std::nullopt;
+  if (checkpoint_id && *checkpoint_id != run_id(config_)) {
     say(true, "%s: checkpoint belongs to another config, starting over\n",
         config_.run_name().c_str());
-    checkpoint.reset();
+  } else if (checkpoint_id) {
+    checkpoint = read_checkpoint(paths_.checkpoint, config_.model);  // by this model's names
   }
   if (checkpoint) {
+    resumed_ = true;
     auto values = model_.params().values();
-    DB_REQUIRE(checkpoint->params.size() == values.size(),
-               "checkpoint " + paths_.checkpoint + " has the wrong size");
     std::copy(checkpoint->params.begin(), checkpoint->params.end(), values.begin());
     optimizer_.first_moment() = checkpoint->adam_m;
     optimizer_.second_moment() = checkpoint->adam_v;
@@ -289,15 +292,22 @@ Fault TrainingRun::validate(int64_t step, bool final) {
   });
 }
 
-void TrainingRun::save_checkpoint(int64_t steps_done) {
-  if (!rank0()) return;
+// The current weights with the run's identity and progress, without optimizer state.
+Checkpoint TrainingRun::weights_file(int64_t steps_done) {
   Checkpoint c;
   c.run_id = run_id(config_);
+  c.model = config_.model;
   c.step = steps_done;
   c.adam_steps = optimizer_.steps_taken();
   c.best_val_loss = best_val_;
   c.best_step = best_step_;
   c.params.assign(model_.params().values().begin(), model_.params().values().end());
+  return c;
+}
+
+void TrainingRun::save_checkpoint(int64_t steps_done) {
+  if (!rank0()) return;
+  Checkpoint c = weights_file(steps_done);
   c.adam_m = optimizer_.first_moment();
   c.adam_v = optimizer_.second_moment();
   file_->flush();
@@ -308,6 +318,24 @@ void TrainingRun::save_checkpoint(int64_t steps_done) {
                              std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(copy, paths_.checkpoint_run_file);
   write_checkpoint(paths_.checkpoint, c);
+}
+
+// NAME.init.weights: the weights every step starts from (initialisation depends on the seed
+// only). A run resumed without the file (the key was turned on later) rebuilds them.
+void TrainingRun::save_initial_weights() {
+  if (!rank0() || !config_.save_initial_weights) return;
+  if (!resumed_) {
+    write_checkpoint(paths_.initial_weights, weights_file(0));
+  } else if (!std::filesystem::exists(paths_.initial_weights)) {
+    Model<float> initial(config_.model);
+    initial.initialize(config_.seed);
+    Checkpoint c = weights_file(0);
+    c.adam_steps = 0;
+    c.best_val_loss = 1e300;
+    c.best_step = -1;
+    c.params.assign(initial.params().values().begin(), initial.params().values().end());
+    write_checkpoint(paths_.initial_weights, c);
+  }
 }
 
 void TrainingRun::write_final_results() {
@@ -362,13 +390,7 @@ TrainResult TrainingRun::finish(TrainResult result) {
     if (result.status == "completed") {
       // The final weights stay beside the run file (no optimizer state): the diagnostics load
       // them.
-      Checkpoint weights;
-      weights.run_id = run_id(config_);
-      weights.step = config_.recipe.steps;
-      weights.best_val_loss = best_val_;
-      weights.best_step = best_step_;
-      weights.params.assign(model_.params().values().begin(), model_.params().values().end());
-      write_checkpoint(paths_.weights, weights);
+      write_checkpoint(paths_.weights, weights_file(config_.recipe.steps));
     }
     file_->publish();
     std::filesystem::remove(paths_.checkpoint);
@@ -392,6 +414,12 @@ TrainResult TrainingRun::run() {
   if (const Fault opened = collectively([&] { start_or_resume(); }))
     return end_early(opened, start_step_);
   if (const Fault read = collectively([&] { open_data(); })) return end_early(read, start_step_);
+  if (const Fault saved = collectively([&] { save_initial_weights(); }))
+    return end_early(saved, start_step_);
+  // Curves start where training starts: the loss of the initial weights (once; a resumed run
+  // has it in its file already).
+  if (!resumed_)
+    if (const Fault f = validate(0, false)) return end_early(f, 0);
   const double max_loss = std::log(double(config_.model.vocab_size)) + config_.divergence_margin;
   const double grad_scale =
       1.0 / (double(r.global_batch_sequences) * Model<float>::targets_per_window(r.seq_len));
@@ -447,7 +475,8 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5", stem + ".ckpt", stem + ".ckpt.run", stem + ".weights", stem + ".log"};
+  return {stem + ".h5",      stem + ".ckpt", stem + ".ckpt.run", stem + ".weights",
+          stem + ".log",     stem + ".init.weights"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {

@@ -27,6 +27,7 @@ struct RunPaths {
   std::string checkpoint_run_file;  // NAME.ckpt.run (HDF5): the run file as of that checkpoint
   std::string weights;              // NAME.weights (HDF5): final weights of a completed run
   std::string log;                  // NAME.log: the run's progress lines, appended per attempt
+  std::string initial_weights;      // NAME.init.weights (HDF5): weights before the first step
   static RunPaths of(const RunConfig& config);
 };
 

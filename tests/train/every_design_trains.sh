@@ -23,7 +23,7 @@ for arch in sys.argv[1:]:
     [path] = glob.glob(f"runs/single__{arch}__*.h5")
     f = h5py.File(path, "r")
     val = f["curves/val_loss"][:]
-    print(f"{arch:14s} status {f.attrs['status']:9s} validation loss {val[0]:.3f} (step 40) -> {val[-1]:.3f} (step 200)")
+    print(f"{arch:14s} status {f.attrs['status']:9s} validation loss {val[0]:.3f} (step 0) -> {val[-1]:.3f} (step 200)")
     if f.attrs["status"] != "completed" or not val[-1] < val[0] - 0.1 or not val[-1] < 3.0:
         failed.append(arch)
 assert not failed, f"did not learn: {failed}"

@@ -6,3 +6,7 @@ add_test(NAME train.every_design_trains
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/every_design_trains.sh $<TARGET_FILE:depthbench> ${SYSTEM_PYTHON}
                  ${PROJECT_BINARY_DIR}/test-work/every_design_trains)
 set_tests_properties(train.every_design_trains PROPERTIES LABELS "train;slow" TIMEOUT 1200)
+add_test(NAME train.weights_loader
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/weights_loader.py $<TARGET_FILE:depthbench>
+                 ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/weights_loader)
+set_tests_properties(train.weights_loader PROPERTIES LABELS train TIMEOUT 300)

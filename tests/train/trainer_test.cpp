@@ -10,6 +10,7 @@
 
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
+#include "io/checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "model/model.hpp"
 #include "support/h5_tensors.hpp"
@@ -96,15 +97,49 @@ BOOST_AUTO_TEST_CASE(training_lowers_validation_loss_and_the_run_file_describes_
   BOOST_TEST(total == count_parameters(c.model).total);
   const auto val = test::read_tensor(f.get(), "curves/val_loss");
   const auto steps = test::read_tensor(f.get(), "curves/val_step");
-  BOOST_REQUIRE(val.size() == 4);  // steps 10, 20, 30 and the final 40
+  BOOST_REQUIRE(val.size() == 5);  // steps 0, 10, 20, 30 and the final 40
+  BOOST_TEST(steps.front() == 0);
   BOOST_TEST(steps.back() == 40);
   std::printf(
-      "tiny pattern model: validation loss %.3f at step 10 → %.3f at step 40 (ln V = %.3f)\n",
+      "tiny pattern model: validation loss %.3f at step 0 → %.3f at step 40 (ln V = %.3f)\n",
       val.front(), val.back(), std::log(16.0));
   BOOST_TEST(val.back() < val.front() - 0.3);
   BOOST_TEST(val.back() < std::log(16.0) - 1.0);
   // Running again skips the completed run.
   BOOST_TEST(train_run(c, Communicator::world(), false).status == "skipped");
+  BOOST_TEST(!fs::exists(RunPaths::of(c).initial_weights));  // not asked for
+}
+
+BOOST_AUTO_TEST_CASE(initial_weights_are_the_seeded_init_and_score_the_step_0_validation) {
+  const fs::path root = fs::temp_directory_path() / "depthbench_trainer_initial";
+  fs::remove_all(root);
+  RunConfig c = tiny_run(root);
+  c.save_initial_weights = true;
+  c.recipe.steps = 5;
+  BOOST_REQUIRE(train_run(c, Communicator::world(), false).status == "completed");
+  const auto initial = read_checkpoint(RunPaths::of(c).initial_weights, c.model);
+  BOOST_REQUIRE(initial.has_value());
+  BOOST_TEST(initial->step == 0);
+  Model<float> model(c.model);
+  model.initialize(c.seed);
+  const auto values = model.params().values();
+  BOOST_TEST(initial->params == std::vector<float>(values.begin(), values.end()));
+  // The first validation is of exactly these weights, on the first val_windows windows.
+  data::TokenFileOptions options;
+  options.vocab_size = c.model.vocab_size;
+  const data::TokenDataset val(c.data.val_files, c.recipe.seq_len, options);
+  double sum = 0;
+  std::vector<int32_t> window(c.recipe.seq_len);
+  for (int64_t w = 0; w < c.val_windows; ++w) {
+    val.read_window(w, window);
+    sum += model.forward_loss(window.data(), 1, c.recipe.seq_len) / (c.recipe.seq_len - 1);
+  }
+  H5Handle f = open_run(c);
+  const auto steps = test::read_tensor(f.get(), "curves/val_step");
+  const auto losses = test::read_tensor(f.get(), "curves/val_loss");
+  BOOST_REQUIRE(steps.size() == 2u);  // step 0 and the final 5
+  BOOST_TEST(steps[0] == 0);
+  BOOST_TEST(losses[0] == sum / double(c.val_windows));
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_data_file_is_recorded_as_failed_with_the_file_name) {

@@ -37,4 +37,11 @@ const DesignInfo& find_design(const std::string& name) {
   throw Error("unknown architecture '" + name + "' (valid: " + design_names() + ")");
 }
 
+std::string design_options_text(const ModelConfig& config) {
+  std::string text;
+  for (const DesignOption& o : find_design(config.arch).options)
+    text += (text.empty() ? "" : ";") + o.key + "=" + config.option(o.key, o.default_value);
+  return text;
+}
+
 }  // namespace db
