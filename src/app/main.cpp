@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"plan", db::app::run_plan_command, "print every run of a suite without training"},
     {"sweep", db::app::run_sweep_command, "run a suite over MPI communicators"},
     {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file"},
+    {"eval", db::app::run_eval_command, "loss of given weights on given token files"},
 };
 
 void print_usage() {

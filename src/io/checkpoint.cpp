@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
@@ -70,6 +71,20 @@ H5Handle open_for_reading(const std::string& path) {
   return H5Handle(id, H5Fclose);
 }
 
+// Design options from "key=value;key=value" (design_options_text).
+std::map<std::string, std::string> parse_design_options(const std::string& text) {
+  std::map<std::string, std::string> options;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos) options[item.substr(0, eq)] = item.substr(eq + 1);
+    start = end + 1;
+  }
+  return options;
+}
+
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) {
@@ -88,6 +103,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     write_double(file.get(), "best_val_loss", c.best_val_loss);
     write_int(file.get(), "best_step", c.best_step);
     write_model_attributes(file.get(), c.model);
+    if (c.seq_len > 0) write_int(file.get(), "seq_len", c.seq_len);
     write_named_tensors(file.get(), "params", layout, c.params);
     if (!c.adam_m.empty()) write_named_tensors(file.get(), "adam_m", layout, c.adam_m);
     if (!c.adam_v.empty()) write_named_tensors(file.get(), "adam_v", layout, c.adam_v);
@@ -124,6 +140,33 @@ std::optional<Checkpoint> read_checkpoint(const std::string& path, const ModelCo
     c.adam_m = read_named_tensors(file.get(), "adam_m", layout, path);
   if (has_object(file.get(), "adam_v"))
     c.adam_v = read_named_tensors(file.get(), "adam_v", layout, path);
+  return c;
+}
+
+Checkpoint read_weights_description(const std::string& path) {
+  DB_REQUIRE(std::filesystem::exists(path), "weights file " + path + " not found");
+  const H5Handle file = open_for_reading(path);
+  const hid_t f = file.get();
+  DB_REQUIRE(H5Aexists(f, "format_version") > 0,
+             path +
+                 " is a format-1 weights file without a model config; `depthbench diagnose` "
+                 "reads it with its run file, or retrain to get a format-2 file");
+  Checkpoint c;
+  c.run_id = read_string_attribute(f, "run_id");
+  ModelConfig& m = c.model;
+  m.arch = read_string_attribute(f, "arch");
+  m.design_options = parse_design_options(read_string_attribute(f, "design_options"));
+  m.d_model = int(read_scalar<int64_t>(f, "d_model", H5T_NATIVE_INT64));
+  m.n_layer = int(read_scalar<int64_t>(f, "n_layer", H5T_NATIVE_INT64));
+  m.n_head = int(read_scalar<int64_t>(f, "n_head", H5T_NATIVE_INT64));
+  m.n_kv_head = int(read_scalar<int64_t>(f, "n_kv_head", H5T_NATIVE_INT64));
+  m.ff = int(read_scalar<int64_t>(f, "ff", H5T_NATIVE_INT64));
+  m.vocab_size = int(read_scalar<int64_t>(f, "vocab_size", H5T_NATIVE_INT64));
+  m.qk_norm = read_scalar<int64_t>(f, "qk_norm", H5T_NATIVE_INT64) != 0;
+  m.rope_theta = read_scalar<double>(f, "rope_theta", H5T_NATIVE_DOUBLE);
+  m.norm_eps = read_scalar<double>(f, "norm_eps", H5T_NATIVE_DOUBLE);
+  if (H5Aexists(f, "seq_len") > 0) c.seq_len = read_scalar<int64_t>(f, "seq_len", H5T_NATIVE_INT64);
+  m.validate();
   return c;
 }
 

@@ -21,6 +21,7 @@ inline constexpr int kWeightsFormatVersion = 2;
 struct Checkpoint {
   std::string run_id;  // must match the run being resumed
   ModelConfig model;   // names and shapes of the tensors
+  int64_t seq_len = 0;  // the context the weights were trained with (0: not recorded)
   int64_t step = 0;    // steps completed
   int64_t adam_steps = 0;
   double best_val_loss = 0;
@@ -36,5 +37,8 @@ std::optional<std::string> read_checkpoint_run_id(const std::string& path);
 // Reads the tensors by the names of `model`'s layout (or a format-1 flat file). Empty when the
 // file does not exist; throws db::Error when it is unreadable or does not fit the model.
 std::optional<Checkpoint> read_checkpoint(const std::string& path, const ModelConfig& model);
+// The model config recorded in a format-2 file (its attributes), with the training seq_len
+// in `seq_len`; throws naming the file when it is missing, unreadable or of format 1.
+Checkpoint read_weights_description(const std::string& path);
 
 }  // namespace db

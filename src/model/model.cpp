@@ -95,6 +95,17 @@ double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len)
 }
 
 template <class T>
+void Model<T>::last_position_losses(std::vector<double>& out) const {
+  const int64_t rows = int64_t(targets_.size()), d = config_.d_model;
+  const T* head = params_->value(layout_->id("lm_head"));
+  out.resize(rows);
+  for (int64_t r = 0; r < rows; ++r)  // one row at a time: the fused head returns sums only
+    out[r] = cpu::lm_head_cross_entropy<T>(features_.data() + r * d, head, targets_.data() + r,
+                                           {1, config_.d_model, config_.vocab_size}, nullptr,
+                                           nullptr, 0.0);
+}
+
+template <class T>
 void Model<T>::logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out) {
   forward_features(tokens, batch, seq_len);
   out.resize(batch * seq_len * config_.vocab_size);

@@ -39,6 +39,9 @@ class Model {
   double forward_backward(const int32_t* tokens, int64_t batch, int seq_len, double grad_scale);
   // Summed loss only.
   double forward_loss(const int32_t* tokens, int64_t batch, int seq_len);
+  // Next-token loss of every position of the last forward (0 at the last position of each
+  // window, which has no target), from its cached features: per-token losses for evaluation.
+  void last_position_losses(std::vector<double>& out) const;
   // Logits [batch·seq_len, V].
   void logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out);
   // Gradient of the last forward_backward with respect to the embedding output x0 [rows, d].

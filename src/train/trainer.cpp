@@ -297,6 +297,7 @@ Checkpoint TrainingRun::weights_file(int64_t steps_done) {
   Checkpoint c;
   c.run_id = run_id(config_);
   c.model = config_.model;
+  c.seq_len = config_.recipe.seq_len;
   c.step = steps_done;
   c.adam_steps = optimizer_.steps_taken();
   c.best_val_loss = best_val_;

@@ -31,6 +31,14 @@ echo "killed after: $(grep -o 'step [0-9]*/240' "$WORK/killed.log" | tail -1)"
   | tee "$WORK/rerun.log"
 grep -q "resuming at step" "$WORK/rerun.log" || fail "the rerun did not resume from the checkpoint"
 "$PYTHON" "$SOURCE_DIR/tests/sweep/compare_curves.py" --exact "$WORK/reference" "$WORK/resumed"
+# A sweep keeps the initial weights by default; the killed run wrote them before its first step.
+"$PYTHON" - "$WORK/reference/$run" "$WORK/resumed/$run" <<'PY' || fail "initial or final weights differ"
+import sys, h5py, numpy as np
+for suffix in (".init.weights", ".weights"):
+    a, b = (h5py.File(stem + suffix, "r")["params"] for stem in sys.argv[1:])
+    assert sorted(a) == sorted(b) and all(np.array_equal(a[n][()], b[n][()]) for n in a), suffix
+print("initial and final weights: bit-identical,", len(a), "tensors")
+PY
 
 start=$(date +%s.%N)
 "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \

@@ -1,0 +1,149 @@
+// `depthbench eval --weights FILE --data GLOB`: the loss of given weights on given token files
+// (doc/eval.md), windows dealt over the ranks of mpirun.
+#include <mpi.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.hpp"
+#include "core/communicator.hpp"
+#include "core/error.hpp"
+#include "eval/evaluation.hpp"
+#include "io/checkpoint.hpp"
+#include "ops/cpu/gemm.hpp"
+
+namespace db::app {
+namespace {
+
+// Option values are checked where they are read, naming the option, the value and the range.
+void require_in(const char* option, double value, double low, double high) {
+  if (value < low || value > high) {
+    char text[160];
+    std::snprintf(text, sizeof text, "--%s = %g: must be in [%g, %g]", option, value, low, high);
+    throw Error(text);
+  }
+}
+
+void write_window_csv(const std::string& path, const eval::EvalResult& r) {
+  std::ofstream out(path);
+  DB_REQUIRE(out, "cannot write " + path);
+  out << "window,loss\n";
+  char line[64];
+  for (size_t i = 0; i < r.windows.size(); ++i) {
+    std::snprintf(line, sizeof line, "%lld,%.17g\n", (long long)r.windows[i], r.window_losses[i]);
+    out << line;
+  }
+  DB_REQUIRE(out.flush(), "cannot write " + path);
+}
+
+void write_document_csv(const std::string& path, const eval::EvalResult& r) {
+  std::ofstream out(path);
+  DB_REQUIRE(out, "cannot write " + path);
+  out << "document,targets,nll_sum,loss\n";
+  char line[96];
+  for (size_t u = 0; u < r.documents.size(); ++u) {
+    std::snprintf(line, sizeof line, "%lld,%lld,%.17g,%.17g\n", (long long)r.documents[u],
+                  (long long)r.document_targets[u], r.document_nll[u],
+                  r.document_nll[u] / r.document_targets[u]);
+    out << line;
+  }
+  DB_REQUIRE(out.flush(), "cannot write " + path);
+}
+
+}  // namespace
+
+int run_eval_command(int argc, char** argv) {
+  namespace po = boost::program_options;
+  eval::EvalOptions o;
+  std::string eod = "auto", windows_csv, documents_csv;
+  int threads = 0;
+  po::options_description described(
+      "usage: depthbench eval --weights FILE --data GLOB [--windows N | --sample N --seed S]\n\n"
+      "Mean next-token loss of the weights on the T-token windows of the token files (all, the\n"
+      "first N, or N drawn with a seed), with a 95% bootstrap interval over windows, and the\n"
+      "loss per document with a document bootstrap.\n\noptions");
+  described.add_options()("help,h", "print this help")(
+      "weights", po::value(&o.weights_file)->required(),
+      "a weight file (NAME.weights, NAME.init.weights or NAME.ckpt, format 2)")(
+      "data", po::value(&o.data_globs)->multitoken()->required(),
+      "token files or glob patterns, concatenated in order")(
+      "windows", po::value(&o.first_windows), "evaluate the first N windows (default: all)")(
+      "sample", po::value(&o.sample_windows), "evaluate N distinct windows drawn with --seed")(
+      "seed", po::value(&o.seed)->default_value(o.seed), "seed of the sample and the bootstraps")(
+      "seq-len", po::value(&o.seq_len)->default_value(0),
+      "window length T (0 = the seq_len the weights were trained with)")(
+      "format", po::value(&o.format)->default_value(o.format), "auto | olmo | npy | llmc")(
+      "dtype-bytes", po::value(&o.dtype_bytes)->default_value(o.dtype_bytes),
+      "OLMo raw token width: 2 or 4")(
+      "eod-id", po::value(&eod)->default_value(eod),
+      "end-of-document id for per-document losses: a number, 'none', or 'auto' (256 when the "
+      "vocabulary is 257, the bytes tokenizer; else none)")(
+      "bootstrap", po::value(&o.bootstrap)->default_value(o.bootstrap), "bootstrap resamples")(
+      "windows-csv", po::value(&windows_csv), "write window,loss rows to this file")(
+      "documents-csv", po::value(&documents_csv),
+      "write document,targets,nll_sum,loss rows to this file")(
+      "threads", po::value(&threads)->default_value(0),
+      "CPU threads per rank (0 = cores / ranks on the node)");
+  po::variables_map vm;
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  try {
+    po::store(po::command_line_parser(argc, argv).options(described).run(), vm);
+    if (vm.count("help")) {
+      if (rank == 0) std::cout << described << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    if (rank == 0) std::cerr << "depthbench eval: " << e.what() << "\n" << described << "\n";
+    return 2;
+  }
+  if (vm.count("windows")) require_in("windows", double(o.first_windows), 1, 1e18);
+  if (vm.count("sample")) require_in("sample", double(o.sample_windows), 1, 1e18);
+  DB_REQUIRE(!(vm.count("windows") && vm.count("sample")),
+             "give either --windows or --sample, not both");
+  if (o.seq_len != 0) require_in("seq-len", o.seq_len, 2, 1 << 24);
+  require_in("dtype-bytes", o.dtype_bytes, 2, 4);
+  require_in("bootstrap", o.bootstrap, 1, 1e7);
+  require_in("threads", threads, 0, 4096);
+  const Checkpoint described_weights = read_weights_description(o.weights_file);
+  if (eod == "auto")
+    o.eod_id = described_weights.model.vocab_size == 257 ? 256 : -1;
+  else if (eod != "none")
+    try {
+      size_t used = 0;
+      o.eod_id = std::stoll(eod, &used);
+      DB_REQUIRE(used == eod.size() && o.eod_id >= 0, "");
+    } catch (const std::exception&) {
+      throw Error("--eod-id = " + eod + ": must be a token id ≥ 0, 'none' or 'auto'");
+    }
+
+  const Communicator world = Communicator::world();
+  cpu::set_cpu_threads(threads > 0 ? threads : world.threads_per_rank_on_node());
+  const eval::EvalResult r = eval::evaluate(o, world);
+  if (rank != 0) return 0;
+  const ModelConfig& m = described_weights.model;
+  std::printf("weights %s: %s, L = %d, d = %d, V = %d; windows of T = %d tokens\n",
+              o.weights_file.c_str(), m.arch.c_str(), m.n_layer, m.d_model, m.vocab_size,
+              r.seq_len);
+  std::printf(
+      "windows: %zu of %lld (%s)\n", r.windows.size(), (long long)r.available_windows,
+      o.sample_windows > 0 ? ("sample, seed " + std::to_string(o.seed)).c_str() : "the first ones");
+  std::printf("mean loss %.6f (95%% CI %.6f .. %.6f, window bootstrap, %d resamples)\n",
+              r.mean_loss, r.ci_low, r.ci_high, o.bootstrap);
+  if (o.eod_id >= 0)
+    std::printf(
+        "documents: %zu, loss %.6f per target token (95%% CI %.6f .. %.6f, document "
+        "bootstrap)\n",
+        r.documents.size(), r.document_loss, r.document_ci_low, r.document_ci_high);
+  if (!windows_csv.empty()) write_window_csv(windows_csv, r);
+  if (!documents_csv.empty()) {
+    DB_REQUIRE(o.eod_id >= 0, "--documents-csv needs an end-of-document id (--eod-id)");
+    write_document_csv(documents_csv, r);
+  }
+  return 0;
+}
+
+}  // namespace db::app
