@@ -185,3 +185,28 @@ BOOST_AUTO_TEST_CASE(a_file_of_another_model_is_refused_naming_the_missing_tenso
                e.what());
   }
 }
+
+BOOST_AUTO_TEST_CASE(the_recorded_config_rebuilds_the_same_model) {
+  const fs::path path = fresh_dir("depthbench_checkpoint_description") / "run.weights";
+  ModelConfig m = small_hc_model();
+  m.design_options["hc_streams"] = "2";
+  m.rope_theta = 500000;
+  Checkpoint c = random_checkpoint(m);
+  c.seq_len = 48;
+  write_checkpoint(path.string(), c);
+  const Checkpoint described = read_weights_description(path.string());
+  BOOST_TEST(described.seq_len == 48);
+  BOOST_TEST(described.run_id == c.run_id);
+  const ModelConfig& r = described.model;
+  BOOST_TEST(r.arch == "hc");
+  BOOST_TEST(r.option("hc_streams", std::string()) == "2");
+  BOOST_TEST(r.rope_theta == 500000.0);
+  BOOST_TEST((r.n_layer == m.n_layer && r.d_model == m.d_model && r.n_head == m.n_head &&
+              r.kv_heads() == 1 && r.ff_dim() == m.ff_dim() && r.qk_norm));
+  const ParameterLayout a = build_layout(m), b = build_layout(r);
+  BOOST_REQUIRE(a.specs().size() == b.specs().size());
+  for (size_t i = 0; i < a.specs().size(); ++i) {
+    BOOST_TEST(a.specs()[i].name == b.specs()[i].name);
+    BOOST_TEST(a.specs()[i].shape == b.specs()[i].shape);
+  }
+}
