@@ -10,9 +10,11 @@
 #include "app/commands.hpp"
 #include "core/communicator.hpp"
 #include "core/error.hpp"
+#include "data/shard_manifest.hpp"
 #include "eval/evaluation.hpp"
 #include "io/checkpoint.hpp"
 #include "ops/cpu/gemm.hpp"
+#include "train/run_config.hpp"
 
 namespace db::app {
 namespace {
@@ -52,6 +54,16 @@ void write_document_csv(const std::string& path, const eval::EvalResult& r) {
   DB_REQUIRE(out.flush(), "cannot write " + path);
 }
 
+// The end-of-document id of the data's tokenizer (manifest.ini beside the first file), else the
+// bytes tokenizer's 256 for a vocabulary of 257, else none (−1).
+int64_t default_eod_id(const std::vector<std::string>& globs, int vocab_size) {
+  const std::vector<std::string> files = expand_globs(globs);
+  if (!files.empty())
+    if (const auto manifest = data::manifest_describing(files.front()))
+      if (manifest->eod_id >= 0) return manifest->eod_id;
+  return vocab_size == 257 ? 256 : -1;
+}
+
 }  // namespace
 
 int run_eval_command(int argc, char** argv) {
@@ -76,10 +88,10 @@ int run_eval_command(int argc, char** argv) {
       "window length T (0 = the seq_len the weights were trained with)")(
       "format", po::value(&o.format)->default_value(o.format), "auto | olmo | npy | llmc")(
       "dtype-bytes", po::value(&o.dtype_bytes)->default_value(o.dtype_bytes),
-      "OLMo raw token width: 2 or 4")(
+      "headerless token width: 2 or 4 (0 = from manifest.ini or a .u16/.u32 name, else 2)")(
       "eod-id", po::value(&eod)->default_value(eod),
-      "end-of-document id for per-document losses: a number, 'none', or 'auto' (256 when the "
-      "vocabulary is 257, the bytes tokenizer; else none)")(
+      "end-of-document id for per-document losses: a number, 'none', or 'auto' (the eod_id of "
+      "the data's manifest.ini, else 256 when the vocabulary is 257, else none)")(
       "bootstrap", po::value(&o.bootstrap)->default_value(o.bootstrap), "bootstrap resamples")(
       "windows-csv", po::value(&windows_csv), "write window,loss rows to this file")(
       "documents-csv", po::value(&documents_csv),
@@ -105,12 +117,13 @@ int run_eval_command(int argc, char** argv) {
   DB_REQUIRE(!(vm.count("windows") && vm.count("sample")),
              "give either --windows or --sample, not both");
   if (o.seq_len != 0) require_in("seq-len", o.seq_len, 2, 1 << 24);
-  require_in("dtype-bytes", o.dtype_bytes, 2, 4);
+  DB_REQUIRE(o.dtype_bytes == 0 || o.dtype_bytes == 2 || o.dtype_bytes == 4,
+             "--dtype-bytes = " + std::to_string(o.dtype_bytes) + ": must be 0, 2 or 4");
   require_in("bootstrap", o.bootstrap, 1, 1e7);
   require_in("threads", threads, 0, 4096);
   const Checkpoint described_weights = read_weights_description(o.weights_file);
   if (eod == "auto")
-    o.eod_id = described_weights.model.vocab_size == 257 ? 256 : -1;
+    o.eod_id = default_eod_id(o.data_globs, described_weights.model.vocab_size);
   else if (eod != "none")
     try {
       size_t used = 0;

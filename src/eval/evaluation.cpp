@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "data/manifest_check.hpp"
 #include "data/token_data.hpp"
 #include "diag/bootstrap.hpp"
 #include "io/checkpoint.hpp"
@@ -93,7 +94,9 @@ EvalResult evaluate(const EvalOptions& o, const Communicator& comm) {
   token_options.format = data::parse_token_format(o.format);
   token_options.raw_dtype_bytes = o.dtype_bytes;
   token_options.vocab_size = config.vocab_size;
-  const data::TokenDataset data(expand_globs(o.data_globs), r.seq_len, token_options);
+  const std::vector<std::string> files = expand_globs(o.data_globs);
+  data::require_one_tokenization(files);
+  const data::TokenDataset data(files, r.seq_len, token_options);
   r.available_windows = data.num_windows();
   r.windows = choose_windows(r.available_windows, o.first_windows, o.sample_windows, o.seed);
   const int64_t n = int64_t(r.windows.size());

@@ -17,7 +17,7 @@ struct EvalOptions {
   std::string weights_file;
   std::vector<std::string> data_globs;
   std::string format = "auto";  // token file format (doc/data.md)
-  int dtype_bytes = 2;          // OLMo raw token width
+  int dtype_bytes = 0;          // headerless token width; 0 = from the manifest or the name
   int seq_len = 0;              // window length T; 0 = the context the weights were trained with
   int64_t first_windows = 0;    // evaluate windows 0..N−1 (0 with no sample = every window)
   int64_t sample_windows = 0;   // or N distinct windows drawn with `seed`

@@ -476,8 +476,8 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5",      stem + ".ckpt", stem + ".ckpt.run", stem + ".weights",
-          stem + ".log",     stem + ".init.weights"};
+  return {stem + ".h5", stem + ".ckpt", stem + ".ckpt.run", stem + ".weights", stem + ".log",
+          stem + ".init.weights"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {
