@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/command_line.hpp"
 #include "app/commands.hpp"
 #include "core/communicator.hpp"
 #include "core/error.hpp"
@@ -99,19 +100,7 @@ int run_eval_command(int argc, char** argv) {
       "threads", po::value(&threads)->default_value(0),
       "CPU threads per rank (0 = cores / ranks on the node)");
   po::variables_map vm;
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  try {
-    po::store(po::command_line_parser(argc, argv).options(described).run(), vm);
-    if (vm.count("help")) {
-      if (rank == 0) std::cout << described << "\n";
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    if (rank == 0) std::cerr << "depthbench eval: " << e.what() << "\n" << described << "\n";
-    return 2;
-  }
+  if (const auto stop = parse_command_line("eval", argc, argv, described, vm)) return *stop;
   if (vm.count("windows")) require_in("windows", double(o.first_windows), 1, 1e18);
   if (vm.count("sample")) require_in("sample", double(o.sample_windows), 1, 1e18);
   DB_REQUIRE(!(vm.count("windows") && vm.count("sample")),
@@ -136,7 +125,7 @@ int run_eval_command(int argc, char** argv) {
   const Communicator world = Communicator::world();
   cpu::set_cpu_threads(threads > 0 ? threads : world.threads_per_rank_on_node());
   const eval::EvalResult r = eval::evaluate(o, world);
-  if (rank != 0) return 0;
+  if (world.rank() != 0) return 0;
   const ModelConfig& m = described_weights.model;
   std::printf("weights %s: %s, L = %d, d = %d, V = %d; windows of T = %d tokens\n",
               o.weights_file.c_str(), m.arch.c_str(), m.n_layer, m.d_model, m.vocab_size,

@@ -57,12 +57,13 @@ int run_plan_command(int argc, char** argv) {
       mfu * 100, peak / 1e12, suite.estimate.gpus_per_run);
   std::printf(
       "output: %s   (state: pending | unfinished | completed | diverged | failed | stale)\n\n",
-              out.c_str());
-  std::printf("memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
-              "activations; a lower bound: design extras not counted)\n");
-  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s  %s\n", "#",
-              "design", "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr",
-              "FLOPs", "GPU-h", "mem GiB", "state");
+      out.c_str());
+  std::printf(
+      "memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
+      "activations; a lower bound: design extras not counted)\n");
+  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s  %s\n", "#", "design",
+              "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr", "FLOPs",
+              "GPU-h", "mem GiB", "state");
   double total_flops = 0;
   int unregistered = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -79,9 +80,8 @@ int run_plan_command(int argc, char** argv) {
         human(double(run.counts.total)).c_str(), human(double(run.counts.backbone)).c_str(),
         human(double(run.tokens)).c_str(), (long long)run.config.recipe.steps,
         run.config.recipe.learning_rate, run.flops, gpu_hours,
-        estimate_memory(sized).total() / double(1 << 30),
-        sweep::run_status(run.config).c_str(),
-                run.design_registered ? "" : "  unregistered design");
+        estimate_memory(sized).total() / double(1 << 30), sweep::run_status(run.config).c_str(),
+        run.design_registered ? "" : "  unregistered design");
     for (const std::string& key : sweep::stale_keys(run.config))
       std::printf("      stale: %s\n", key.c_str());
   }

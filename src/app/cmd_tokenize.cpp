@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/command_line.hpp"
 #include "app/commands.hpp"
 #include "core/error.hpp"
 #include "tokenizer/corpus.hpp"
@@ -41,19 +42,7 @@ int run_tokenize_command(int argc, char** argv) {
       "eod-token", po::value(&eod_token), "end-of-document token given by its text")(
       "out", po::value(&options.out_dir)->required(), "output directory");
   po::variables_map vm;
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  try {
-    po::store(po::command_line_parser(argc, argv).options(described).run(), vm);
-    if (vm.count("help")) {
-      if (rank == 0) std::cout << described << "\n";
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    if (rank == 0) std::cerr << "depthbench tokenize: " << e.what() << "\n" << described << "\n";
-    return 2;
-  }
+  if (const auto stop = parse_command_line("tokenize", argc, argv, described, vm)) return *stop;
   options.output_format = tokenizer::parse_output_format(output_format);
 
   std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::load_tokenizer(tokenizer_spec);
@@ -70,6 +59,8 @@ int run_tokenize_command(int argc, char** argv) {
   }
 
   tokenizer::CorpusSummary s = tokenizer::tokenize_corpus(options, *tok, MPI_COMM_WORLD);
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   if (rank == 0) {
     const auto& c = s.counts;
     int64_t tokens = s.tokens_train + s.tokens_val;

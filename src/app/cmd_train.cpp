@@ -31,9 +31,8 @@ int run_train_command(int argc, char** argv) {
   if (world.rank() == 0)
     for (const std::string& key : sweep::stale_keys(config)) stale += " " + key + ";";
   world.broadcast(stale, 0);
-  DB_REQUIRE(stale.empty(), RunPaths::of(config).run_file +
-                                " was trained with another config (" + stale.substr(1) +
-                                "); move it away to train this config");
+  DB_REQUIRE(stale.empty(), RunPaths::of(config).run_file + " was trained with another config (" +
+                                stale.substr(1) + "); move it away to train this config");
   world.barrier();
   const TrainResult result = train_run(config, world);
   if (world.rank() == 0) {

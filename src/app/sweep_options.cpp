@@ -53,8 +53,7 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
   DB_REQUIRE(options.ranks_per_run >= 1, "--ranks-per-run must be at least 1");
   DB_REQUIRE(vm.count("mfu") == 0 || (options.mfu > 0 && options.mfu <= 1),
              "--mfu " + std::to_string(options.mfu) + ": must be in (0, 1]");
-  DB_REQUIRE(vm.count("peak-tflops") == 0 || options.peak_tflops > 0,
-             "--peak-tflops must be > 0");
+  DB_REQUIRE(vm.count("peak-tflops") == 0 || options.peak_tflops > 0, "--peak-tflops must be > 0");
   return true;
 }
 

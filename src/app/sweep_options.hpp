@@ -8,8 +8,8 @@ struct SweepOptions {
   std::string suite_file;
   std::string out_dir;  // default: runs/<suite name>
   int ranks_per_run = 1;
-  bool quiet = false;    // sweep: no progress lines
-  bool verbose = false;  // sweep: every run's step lines on stdout too (always in NAME.log)
+  bool quiet = false;         // sweep: no progress lines
+  bool verbose = false;       // sweep: every run's step lines on stdout too (always in NAME.log)
   bool retry_failed = false;  // sweep: train runs recorded `failed` again
   bool rerun_stale = false;   // sweep: retrain runs whose file holds another config
   double mfu = 0;             // plan: 0 = the suite's estimate.mfu

@@ -52,9 +52,9 @@ void throw_if_hdf5_environment_error(const std::string& fallback_path);
 // HDF5 calls return a negative value on failure; the library's error stack is silenced and the
 // failing call is named instead. A full disk or an I/O error (read off the error stack) becomes an
 // EnvironmentError naming the file.
-#define H5_CHECK(call)                                                                     \
-  ([&]() {                                                                                 \
-    auto h5_result_ = (call);                                                              \
-    if (h5_result_ < 0) ::db::throw_hdf5_error(__FILE__, __LINE__, #call);                 \
-    return h5_result_;                                                                     \
+#define H5_CHECK(call)                                                     \
+  ([&]() {                                                                 \
+    auto h5_result_ = (call);                                              \
+    if (h5_result_ < 0) ::db::throw_hdf5_error(__FILE__, __LINE__, #call); \
+    return h5_result_;                                                     \
   }())

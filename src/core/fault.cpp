@@ -15,8 +15,9 @@ Fault fault_of(const std::exception& e) {
     }
   }
   if (dynamic_cast<const std::bad_alloc*>(&e))
-    return {FaultKind::failure, "out of memory (std::bad_alloc): the model or batch is too large "
-                                "for this machine (`depthbench plan` estimates the memory)"};
+    return {FaultKind::failure,
+            "out of memory (std::bad_alloc): the model or batch is too large "
+            "for this machine (`depthbench plan` estimates the memory)"};
   return {FaultKind::failure, e.what()};
 }
 

@@ -131,8 +131,7 @@ void RunFile::set_final_series(const std::string& name, const std::vector<double
                                    H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
                H5Dclose);
   if (!values.empty())
-    H5_CHECK(
-        H5Dwrite(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+    H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
 }
 
 int64_t RunFile::rows(const char* dataset) const {

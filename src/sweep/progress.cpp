@@ -24,7 +24,8 @@ std::string format_count(double value) {
 
 SweepProgress::SweepProgress(const std::vector<PlannedRun>& runs)
     : runs_(runs), start_(std::chrono::steady_clock::now()) {
-  for (const PlannedRun& run : runs) final_at_start_.push_back(is_final_status(run_status(run.config)));
+  for (const PlannedRun& run : runs)
+    final_at_start_.push_back(is_final_status(run_status(run.config)));
 }
 
 std::string SweepProgress::line() const {
@@ -42,8 +43,8 @@ std::string SweepProgress::line() const {
       tokens_left += double(runs_[i].tokens);
     }
   }
-  std::string text = "[sweep] progress: " + std::to_string(done) + "/" +
-                     std::to_string(runs_.size()) + " runs";
+  std::string text =
+      "[sweep] progress: " + std::to_string(done) + "/" + std::to_string(runs_.size()) + " runs";
   std::string counts;
   for (const auto& [status, count] : final_counts)
     counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + status;

@@ -60,8 +60,8 @@ Shape solve_shape(double budget, BudgetKind kind, int n_layer, const ShapeRule& 
   const int64_t max_k = (int64_t(1) << 20) / rule.width_step();
   DB_REQUIRE(count(max_k) >= budget,
              "suite.budget of " + format_count(budget) + " parameters needs d_model > " +
-                 std::to_string(max_k * rule.width_step()) + " at L = " +
-                 std::to_string(n_layer) + ", beyond what DepthBench trains");
+                 std::to_string(max_k * rule.width_step()) + " at L = " + std::to_string(n_layer) +
+                 ", beyond what DepthBench trains");
   int64_t low = 1, high = max_k;  // invariant: count(high) >= budget
   if (count(low) >= budget) high = low;
   while (high - low > 1) {

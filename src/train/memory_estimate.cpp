@@ -42,9 +42,9 @@ void check_memory(const RunConfig& config) {
   DB_REQUIRE(e.total() <= available,
              "this model needs at least " + format_gib(e.total()) + " per rank (weights " +
                  format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-                 ", activations " + format_gib(e.activations_bytes) + " at train.micro_batch = " +
-                 std::to_string(config.recipe.micro_batch_sequences) + "); this machine has " +
-                 format_gib(available));
+                 ", activations " + format_gib(e.activations_bytes) +
+                 " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
+                 "); this machine has " + format_gib(available));
 }
 
 }  // namespace db

@@ -4,12 +4,12 @@
 
 #include <boost/program_options.hpp>
 #include <cmath>
-#include <utility>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -102,8 +102,8 @@ Key text_key(const std::string& name, std::string& field, const std::string& hel
 Key name_key(const std::string& name, std::string& field, const std::string& help) {
   return {name, help,
           [&field, name](const std::string& t) {
-            if (t.find('/') != std::string::npos || t.find('\\') != std::string::npos ||
-                t == "." || t == "..")
+            if (t.find('/') != std::string::npos || t.find('\\') != std::string::npos || t == "." ||
+                t == "..")
               throw Error(name + " = '" + t + "': must be a plain name without path separators");
             field = t;
           },
@@ -151,8 +151,7 @@ std::vector<Key> keys_of(RunConfig& c) {
   Recipe& r = c.recipe;
   std::vector<Key> keys = {
       text_key("model.arch", m.arch, "residual design: " + design_names()),
-      number_key("model.n_layer", m.n_layer, "number of blocks L",
-                 Range::between(1, 100000)),
+      number_key("model.n_layer", m.n_layer, "number of blocks L", Range::between(1, 100000)),
       number_key("model.d_model", m.d_model, "model width d", Range::between(1, 1 << 20)),
       number_key("model.n_head", m.n_head, "query heads H (head_dim = d / H)",
                  Range::between(1, 1 << 16)),
@@ -164,8 +163,7 @@ std::vector<Key> keys_of(RunConfig& c) {
       bool_key("model.qk_norm", m.qk_norm, "RMSNorm on q and k per head before RoPE"),
       number_key("model.rope_theta", m.rope_theta, "RoPE base θ", Range::above(1)),
       number_key("model.norm_eps", m.norm_eps, "RMSNorm epsilon", Range::above(0)),
-      number_key("model.init_std", m.init_std, "std of the truncated-normal init",
-                 Range::above(0)),
+      number_key("model.init_std", m.init_std, "std of the truncated-normal init", Range::above(0)),
       number_key("train.learning_rate", r.learning_rate, "peak learning rate", Range::above(0)),
       number_key("train.min_lr_ratio", r.min_lr_ratio, "final learning rate / peak",
                  Range::between(0, 1)),
@@ -174,7 +172,8 @@ std::vector<Key> keys_of(RunConfig& c) {
       number_key("train.beta1", r.beta1, "AdamW β1", Range::between(0, 0.999999)),
       number_key("train.beta2", r.beta2, "AdamW β2", Range::between(0, 0.999999)),
       number_key("train.adam_eps", r.adam_eps, "AdamW epsilon", Range::above(0)),
-      number_key("train.weight_decay", r.weight_decay, "decoupled weight decay", Range::at_least(0)),
+      number_key("train.weight_decay", r.weight_decay, "decoupled weight decay",
+                 Range::at_least(0)),
       number_key("train.grad_clip", r.grad_clip, "global gradient-norm clip (0 = off)",
                  Range::at_least(0)),
       number_key("train.steps", r.steps, "optimizer steps", Range::at_least(1)),
@@ -188,7 +187,8 @@ std::vector<Key> keys_of(RunConfig& c) {
                  Range::between(0, 4096)),
       number_key("train.log_interval", c.log_interval, "steps between progress lines",
                  Range::at_least(1)),
-      number_key("train.val_interval", c.val_interval, "steps between validations", Range::at_least(1)),
+      number_key("train.val_interval", c.val_interval, "steps between validations",
+                 Range::at_least(1)),
       number_key("train.val_windows", c.val_windows, "validation windows per evaluation",
                  Range::at_least(1)),
       number_key("train.divergence_margin", c.divergence_margin,

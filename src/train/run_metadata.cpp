@@ -1,4 +1,3 @@
-#include "core/version.hpp"
 #include "train/run_metadata.hpp"
 
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include <sstream>
 
 #include "core/rng.hpp"
+#include "core/version.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
 #include "ops/cpu/gemm.hpp"
@@ -32,8 +32,8 @@ std::string joined(const std::vector<std::string>& items) {
 }  // namespace
 
 bool changes_results(const std::string& ini_line) {
-  const char* const ignored[] = {"threads",    "log_interval", "checkpoint_interval",
-                                 "save_initial_weights", "dir ", "name "};
+  const char* const ignored[] = {
+      "threads", "log_interval", "checkpoint_interval", "save_initial_weights", "dir ", "name "};
   for (const char* key : ignored)
     if (ini_line.rfind(key, 0) == 0) return false;
   return true;

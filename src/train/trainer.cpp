@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <memory>
 #include <ctime>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "core/backend.hpp"
@@ -193,9 +193,9 @@ void TrainingRun::say(bool event, const char* format, ...) {
 
 void TrainingRun::start_or_resume() {
   std::optional<Checkpoint> checkpoint;
-  const std::optional<std::string> checkpoint_id =
-      std::filesystem::exists(paths_.run_file + ".tmp") ? read_checkpoint_run_id(paths_.checkpoint)
-                                                        : std::nullopt;
+  const std::optional<std::string> checkpoint_id = std::filesystem::exists(paths_.run_file + ".tmp")
+                                                       ? read_checkpoint_run_id(paths_.checkpoint)
+                                                       : std::nullopt;
   if (checkpoint_id && *checkpoint_id != run_id(config_)) {
     say(true, "%s: checkpoint belongs to another config, starting over\n",
         config_.run_name().c_str());
@@ -285,8 +285,8 @@ Fault TrainingRun::validate(int64_t step, bool final) {
     best_val_ = last_val_;
     best_step_ = step;
   }
-  say(false, "%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(),
-      (long long)step, last_val_, final ? " (final)" : "");
+  say(false, "%s: step %lld validation loss %.4f%s\n", config_.run_name().c_str(), (long long)step,
+      last_val_, final ? " (final)" : "");
   return collectively([&] {
     if (rank0()) file_->append_validation(step, last_val_);
   });
@@ -400,7 +400,8 @@ TrainResult TrainingRun::finish(TrainResult result) {
   file_.reset();
   if (written) {
     // The outcome could not be recorded: the run stays unfinished (NAME.h5.tmp) and resumable.
-    if (result.status != "interrupted") result = {"interrupted", written.reason, result.status_step};
+    if (result.status != "interrupted")
+      result = {"interrupted", written.reason, result.status_step};
     result.environment_fault |= written.kind == FaultKind::environment;
   }
   return result;
@@ -453,9 +454,10 @@ TrainResult TrainingRun::run() {
     // Faults of this step's bookkeeping are agreed once at its end, which also carries a stop
     // signal seen by any rank to all of them; validation agrees on its own.
     Fault f = capture_fault([&] {
-      log_step(step, {step, done * r.tokens_per_step(), loss, lr, norm, step_time,
-                      tokens_per_second, 0.0},
-               eta);
+      log_step(
+          step,
+          {step, done * r.tokens_per_step(), loss, lr, norm, step_time, tokens_per_second, 0.0},
+          eta);
     });
     if (done % config_.val_interval == 0 && done < r.steps) {
       f = agree_on_fault(comm_, f);
@@ -476,8 +478,8 @@ TrainResult TrainingRun::run() {
 
 RunPaths RunPaths::of(const RunConfig& config) {
   const std::string stem = (std::filesystem::path(config.out_dir) / config.run_name()).string();
-  return {stem + ".h5", stem + ".ckpt", stem + ".ckpt.run", stem + ".weights", stem + ".log",
-          stem + ".init.weights"};
+  return {stem + ".h5",      stem + ".ckpt", stem + ".ckpt.run",
+          stem + ".weights", stem + ".log",  stem + ".init.weights"};
 }
 
 TrainResult train_run(const RunConfig& config, const Communicator& comm, bool verbose) {
@@ -496,9 +498,10 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
                                  // The trainer runs the CPU backend; a run asking for CUDA gets a
                                  // clear error, never a silent CPU run (doc/cuda.md).
                                  if (choose_backend(config.backend) == Backend::cuda)
-                                   throw Error("training on the CUDA backend is not available "
-                                               "yet (train.backend = " +
-                                               config.backend + "); use train.backend = cpu");
+                                   throw Error(
+                                       "training on the CUDA backend is not available "
+                                       "yet (train.backend = " +
+                                       config.backend + "); use train.backend = cpu");
                                  check_memory(config);
                                  run.emplace(config, comm, verbose);
                                }));

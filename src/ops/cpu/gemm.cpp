@@ -41,8 +41,8 @@ int panel_width(int extent) {
 constexpr int64_t kOpenBlasSingleThreadMNK = 65536 * 4;
 
 template <class T>
-void panelled_gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda,
-                   const T* B, int ldb, T beta, T* C, int ldc) {
+void panelled_gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B,
+                   int ldb, T beta, T* C, int ldc) {
   if (int64_t(M) * N * K <= kOpenBlasSingleThreadMNK)
     return blas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const bool split_rows = M >= N;

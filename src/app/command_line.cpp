@@ -1,0 +1,32 @@
+#include "app/command_line.hpp"
+
+#include <mpi.h>
+
+#include <iostream>
+
+#include "core/error.hpp"
+
+namespace db::app {
+namespace po = boost::program_options;
+
+std::optional<int> parse_command_line(const char* command, int argc, char** argv,
+                                      const po::options_description& options,
+                                      po::variables_map& vm) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  try {
+    po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+    if (vm.count("help")) {
+      if (rank == 0) std::cout << options << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    if (rank == 0)
+      std::cerr << "depthbench " << command << ": " << e.what() << "\n" << options << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace db::app
