@@ -1,11 +1,12 @@
-// `depthbench diagnose RUN.h5`: layer diagnostics of a completed run (doc/diagnostics.md),
-// their independent passes spread over the ranks of mpirun.
+// `depthbench diagnose RUN.h5` (or `--hf DIR`): layer diagnostics of a completed run or of a
+// LLaMA-family checkpoint (doc/diagnostics.md), their independent passes spread over the ranks.
 #include <mpi.h>
 
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <iostream>
+#include <filesystem>
 
+#include "app/command_line.hpp"
 #include "app/commands.hpp"
 #include "core/communicator.hpp"
 #include "core/error.hpp"
@@ -18,13 +19,15 @@ int run_diagnose_command(int argc, char** argv) {
   namespace po = boost::program_options;
   diag::DiagnoseOptions options;
   diag::DiagSettings& s = options.settings;
-  std::string only;
+  std::string only, hf_out;
   uint64_t seed = s.seed;
   std::map<std::string, std::string> task_files;
   po::options_description described(
-      "usage: depthbench diagnose RUN.h5 [options]\n\n"
+      "usage: depthbench diagnose RUN.h5 [options]\n"
+      "       depthbench diagnose --hf DIR --tokens GLOB [--out FILE.h5] [options]\n\n"
       "Loads the final weights of a completed run (NAME.weights beside NAME.h5) and writes\n"
-      "the diagnostics into NAME.h5's diagnostics/ group. Diagnostics: " +
+      "the diagnostics into NAME.h5's diagnostics/ group; or loads a LLaMA-family Hugging Face\n"
+      "checkpoint folder and writes them into FILE.h5. Diagnostics: " +
       [] {
         std::string names;
         for (const std::string& n : diag::diagnostic_names())
@@ -33,7 +36,9 @@ int run_diagnose_command(int argc, char** argv) {
       }() +
       "\n\noptions");
   described.add_options()("help,h", "print this help")(
-      "run", po::value(&options.run_file)->required(), "the run file NAME.h5 (positional)")(
+      "run", po::value(&options.run_file), "the run file NAME.h5 (positional)")(
+      "hf", po::value(&options.hf_dir), "a Hugging Face checkpoint folder instead of a run")(
+      "out", po::value(&hf_out), "--hf: the result file (default: DIR's name + .diag.h5 here)")(
       "only", po::value(&only), "comma-separated diagnostics to run (default: all that apply)")(
       "tokens", po::value(&options.token_globs)->multitoken(),
       "token files (globs) to draw windows from (default: the run's validation files)")(
@@ -73,20 +78,15 @@ int run_diagnose_command(int argc, char** argv) {
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map vm;
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  try {
-    po::store(po::command_line_parser(argc, argv).options(described).positional(positional).run(),
-              vm);
-    if (vm.count("help")) {
-      if (rank == 0) std::cout << described << "\n";
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    if (rank == 0) std::cerr << "depthbench diagnose: " << e.what() << "\n" << described << "\n";
-    return 2;
+  if (const auto stop = parse_command_line("diagnose", argc, argv, described, vm, &positional))
+    return *stop;
+  DB_REQUIRE(options.run_file.empty() != options.hf_dir.empty(), "give either RUN.h5 or --hf DIR");
+  if (!options.hf_dir.empty() && hf_out.empty()) {
+    std::filesystem::path dir = std::filesystem::absolute(options.hf_dir).lexically_normal();
+    if (dir.filename().empty()) dir = dir.parent_path();  // "DIR/"
+    hf_out = dir.filename().string() + ".diag.h5";
   }
+  if (!options.hf_dir.empty()) options.run_file = hf_out;
   s.seed = seed;
   for (const auto& [task, file] : task_files)
     if (!file.empty()) s.task_files[task] = file;
@@ -99,7 +99,7 @@ int run_diagnose_command(int argc, char** argv) {
 
   const Communicator world = Communicator::world();
   const diag::DiagnoseReport report = diag::run_diagnostics(options, world);
-  if (rank == 0) {
+  if (world.rank() == 0) {
     std::printf("\n%-18s %14s %10s  datasets\n", "diagnostic", "forward passes", "seconds");
     for (const auto& e : report.entries) {
       if (!e.skipped.empty()) {

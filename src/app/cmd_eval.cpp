@@ -1,5 +1,5 @@
-// `depthbench eval --weights FILE --data GLOB`: the loss of given weights on given token files
-// (doc/eval.md), windows dealt over the ranks of mpirun.
+// `depthbench eval --weights FILE --data GLOB` (or `--hf DIR`): the loss of given weights on given
+// token files (doc/eval.md), windows dealt over the ranks of mpirun.
 #include <mpi.h>
 
 #include <boost/program_options.hpp>
@@ -13,7 +13,8 @@
 #include "core/error.hpp"
 #include "data/shard_manifest.hpp"
 #include "eval/evaluation.hpp"
-#include "io/checkpoint.hpp"
+#include "io/hf_checkpoint.hpp"
+#include "io/weights_source.hpp"
 #include "ops/cpu/gemm.hpp"
 #include "train/run_config.hpp"
 
@@ -70,16 +71,19 @@ int64_t default_eod_id(const std::vector<std::string>& globs, int vocab_size) {
 int run_eval_command(int argc, char** argv) {
   namespace po = boost::program_options;
   eval::EvalOptions o;
-  std::string eod = "auto", windows_csv, documents_csv;
+  std::string eod = "auto", windows_csv, documents_csv, hf_dir;
   int threads = 0;
   po::options_description described(
-      "usage: depthbench eval --weights FILE --data GLOB [--windows N | --sample N --seed S]\n\n"
+      "usage: depthbench eval (--weights FILE | --hf DIR) --data GLOB [--windows N | --sample N "
+      "--seed S]\n\n"
       "Mean next-token loss of the weights on the T-token windows of the token files (all, the\n"
       "first N, or N drawn with a seed), with a 95% bootstrap interval over windows, and the\n"
       "loss per document with a document bootstrap.\n\noptions");
   described.add_options()("help,h", "print this help")(
-      "weights", po::value(&o.weights_file)->required(),
-      "a weight file (NAME.weights, NAME.init.weights or NAME.ckpt, format 2)")(
+      "weights", po::value(&o.weights_file),
+      "a weight file (NAME.weights, NAME.init.weights or NAME.ckpt, format 2) or a safetensors "
+      "export of one")("hf", po::value(&hf_dir),
+                       "a LLaMA-family Hugging Face checkpoint folder instead (doc/export.md)")(
       "data", po::value(&o.data_globs)->multitoken()->required(),
       "token files or glob patterns, concatenated in order")(
       "windows", po::value(&o.first_windows), "evaluate the first N windows (default: all)")(
@@ -101,6 +105,7 @@ int run_eval_command(int argc, char** argv) {
       "CPU threads per rank (0 = cores / ranks on the node)");
   po::variables_map vm;
   if (const auto stop = parse_command_line("eval", argc, argv, described, vm)) return *stop;
+  DB_REQUIRE(o.weights_file.empty() != hf_dir.empty(), "give either --weights or --hf");
   if (vm.count("windows")) require_in("windows", double(o.first_windows), 1, 1e18);
   if (vm.count("sample")) require_in("sample", double(o.sample_windows), 1, 1e18);
   DB_REQUIRE(!(vm.count("windows") && vm.count("sample")),
@@ -110,9 +115,10 @@ int run_eval_command(int argc, char** argv) {
              "--dtype-bytes = " + std::to_string(o.dtype_bytes) + ": must be 0, 2 or 4");
   require_in("bootstrap", o.bootstrap, 1, 1e7);
   require_in("threads", threads, 0, 4096);
-  const Checkpoint described_weights = read_weights_description(o.weights_file);
+  const Checkpoint weights = hf_dir.empty() ? load_weights(o.weights_file) : read_hf_checkpoint(hf_dir);
+  if (!hf_dir.empty()) o.weights_file = hf_dir;
   if (eod == "auto")
-    o.eod_id = default_eod_id(o.data_globs, described_weights.model.vocab_size);
+    o.eod_id = default_eod_id(o.data_globs, weights.model.vocab_size);
   else if (eod != "none")
     try {
       size_t used = 0;
@@ -124,9 +130,9 @@ int run_eval_command(int argc, char** argv) {
 
   const Communicator world = Communicator::world();
   cpu::set_cpu_threads(threads > 0 ? threads : world.threads_per_rank_on_node());
-  const eval::EvalResult r = eval::evaluate(o, world);
+  const eval::EvalResult r = eval::evaluate(o, weights, world);
   if (world.rank() != 0) return 0;
-  const ModelConfig& m = described_weights.model;
+  const ModelConfig& m = weights.model;
   std::printf("weights %s: %s, L = %d, d = %d, V = %d; windows of T = %d tokens\n",
               o.weights_file.c_str(), m.arch.c_str(), m.n_layer, m.d_model, m.vocab_size,
               r.seq_len);

@@ -11,11 +11,15 @@ namespace po = boost::program_options;
 
 std::optional<int> parse_command_line(const char* command, int argc, char** argv,
                                       const po::options_description& options,
-                                      po::variables_map& vm) {
+                                      po::variables_map& vm,
+                                      const po::positional_options_description* positional) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   try {
-    po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+    po::command_line_parser parser(argc, argv);
+    parser.options(options);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
     if (vm.count("help")) {
       if (rank == 0) std::cout << options << "\n";
       return 0;

@@ -10,6 +10,8 @@ namespace db::app {
 // rank 0 only — and nullopt when it should go on.
 std::optional<int> parse_command_line(const char* command, int argc, char** argv,
                                       const boost::program_options::options_description& options,
-                                      boost::program_options::variables_map& vm);
+                                      boost::program_options::variables_map& vm,
+                                      const boost::program_options::positional_options_description*
+                                          positional = nullptr);
 
 }  // namespace db::app

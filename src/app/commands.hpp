@@ -11,5 +11,6 @@ int run_plan_command(int argc, char** argv);
 int run_sweep_command(int argc, char** argv);
 int run_diagnose_command(int argc, char** argv);
 int run_eval_command(int argc, char** argv);
+int run_export_command(int argc, char** argv);
 
 }  // namespace db::app

@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {"sweep", db::app::run_sweep_command, "run a suite over MPI communicators"},
     {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file"},
     {"eval", db::app::run_eval_command, "loss of given weights on given token files"},
+    {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF"},
 };
 
 void print_usage() {

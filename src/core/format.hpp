@@ -1,7 +1,9 @@
 // Short human-readable figures for console lines.
 #pragma once
 #include <cstdio>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace db {
 
@@ -14,6 +16,13 @@ inline std::string format_duration(double seconds) {
   else
     std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
   return text;
+}
+
+// A tensor shape for messages: "[2, 3]".
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t n : shape) s += (s.empty() ? "" : ", ") + std::to_string(n);
+  return "[" + s + "]";
 }
 
 }  // namespace db

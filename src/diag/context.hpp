@@ -134,6 +134,8 @@ struct Diagnostic {
   // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.
   std::function<std::string(const DiagContext&)> not_applicable;
   std::function<std::vector<DiagnosticDataset>(DiagContext&)> run;
+  // Reads a design's own hooks (path weights, stream maps): skipped for Hugging Face checkpoints.
+  bool needs_design_internals = false;
 };
 
 // Adds "<name>_ci_low"/"<name>_ci_high" datasets of the same shape.

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "diag/diagnostics.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hf_checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "ops/cpu/gemm.hpp"
 
@@ -18,6 +20,8 @@ struct LoadedRun {
   RunConfig config;
   std::string run_id;
   std::vector<std::string> val_files;
+  std::vector<float> params;
+  std::string tokenizer;  // the checkpoint's own tokenizer.json, if any
 };
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -47,6 +51,36 @@ LoadedRun load_run(const std::string& path) {
   run.config = parse_run_config_text(attribute("config"));
   run.run_id = attribute("run_id");
   run.val_files = split(attribute("val_files"), ';');
+
+  // The final weights, read by the names of the run's model (doc/hdf5-schema.md "Weight and
+  // checkpoint files").
+  const std::string weights_file = weights_path(path);
+  const std::optional<std::string> weights_run = read_checkpoint_run_id(weights_file);
+  DB_REQUIRE(weights_run.has_value(), "final weights " + weights_file + " not found");
+  DB_REQUIRE(*weights_run == run.run_id,
+             weights_file + " belongs to run " + *weights_run + ", not " + run.run_id);
+  run.params = read_checkpoint(weights_file, run.config.model)->params;
+  return run;
+}
+
+// A Hugging Face folder as a Pre-LN run whose context is max_position_embeddings; its results
+// go to a new run-file-shaped HDF5 file (rank 0 creates it when absent).
+LoadedRun load_hf(const DiagnoseOptions& options, const Communicator& comm) {
+  Checkpoint checkpoint = read_hf_checkpoint(options.hf_dir);
+  LoadedRun run;
+  run.config.model = checkpoint.model;
+  run.config.recipe.seq_len = int(std::min<int64_t>(checkpoint.seq_len, 1 << 30));
+  run.run_id = checkpoint.run_id;
+  run.params = std::move(checkpoint.params);
+  const std::string tokenizer = options.hf_dir + "/tokenizer.json";
+  if (std::filesystem::exists(tokenizer)) run.tokenizer = tokenizer;
+  if (comm.rank() == 0 && !std::filesystem::exists(options.run_file)) {
+    RunFile file = RunFile::create(options.run_file);
+    file.set_attribute("run_id", run.run_id);
+    file.set_attribute("hf_checkpoint", options.hf_dir);
+    file.publish();
+  }
+  comm.barrier();
   return run;
 }
 
@@ -84,18 +118,10 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     }
   }
   cpu::set_cpu_threads(options.threads > 0 ? options.threads : comm.threads_per_rank_on_node());
-  const LoadedRun run = load_run(options.run_file);
-
-  // The final weights, read by the names of the run's model (doc/hdf5-schema.md "Weight and
-  // checkpoint files").
-  const std::string weights_file = weights_path(options.run_file);
-  const std::optional<std::string> weights_run = read_checkpoint_run_id(weights_file);
-  DB_REQUIRE(weights_run.has_value(), "final weights " + weights_file + " not found");
-  DB_REQUIRE(*weights_run == run.run_id,
-             weights_file + " belongs to run " + *weights_run + ", not " + run.run_id);
-  const std::optional<Checkpoint> weights = read_checkpoint(weights_file, run.config.model);
+  const bool hf = !options.hf_dir.empty();
+  const LoadedRun run = hf ? load_hf(options, comm) : load_run(options.run_file);
   Model<float> model(run.config.model);
-  std::copy(weights->params.begin(), weights->params.end(), model.params().values().begin());
+  std::copy(run.params.begin(), run.params.end(), model.params().values().begin());
 
   DiagSettings settings = options.settings;
   // T_d never exceeds the context the model was trained on (RoPE positions beyond it were
@@ -115,7 +141,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
   bool needs_tokenizer = !settings.arc_file.empty();
   for (const auto& [task, file] : settings.task_files) needs_tokenizer |= !file.empty();
   if (needs_tokenizer) {
-    std::string spec = options.tokenizer;
+    std::string spec = options.tokenizer.empty() ? run.tokenizer : options.tokenizer;
     if (spec.empty()) {
       DB_REQUIRE(run.config.model.vocab_size == 257,
                  "the run's vocabulary is " + std::to_string(run.config.model.vocab_size) +
@@ -145,6 +171,8 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     DiagnoseReport::Entry entry;
     entry.name = d.name;
     entry.skipped = d.not_applicable(ctx);
+    if (hf && d.needs_design_internals)
+      entry.skipped = "needs a design's internals; a Hugging Face checkpoint is read as Pre-LN";
     if (!entry.skipped.empty()) {
       if (rank0 && options.verbose)
         std::printf("%s: skipped (%s)\n", d.name.c_str(), entry.skipped.c_str());

@@ -1,5 +1,5 @@
 // `depthbench diagnose`: loads a completed run (its config from the run file, its final
-// weights from NAME.weights), computes the chosen diagnostics with their passes spread over
+// weights from NAME.weights) or a Hugging Face checkpoint folder (--hf), computes the chosen diagnostics with their passes spread over
 // the ranks of the communicator and writes each into the run file's diagnostics/ group (rank 0).
 // The sweep calls run_diagnostics() at the end of a run when its suite asks for it.
 #pragma once
@@ -12,7 +12,8 @@
 namespace db::diag {
 
 struct DiagnoseOptions {
-  std::string run_file;                  // NAME.h5
+  std::string run_file;                  // NAME.h5; with hf_dir: the result file (created)
+  std::string hf_dir;                    // a Hugging Face checkpoint folder instead of a run
   std::vector<std::string> token_globs;  // empty: the run's validation files
   std::string tokenizer;                 // empty: "bytes" when the run's vocabulary is 257
   std::vector<std::string> only;         // empty: every diagnostic that applies

@@ -43,7 +43,7 @@ std::vector<DiagnosticDataset> run(DiagContext& ctx) {
   const int T = ctx.windows.window_len(), d = ctx.model.config().d_model;
   const int V = ctx.model.config().vocab_size;
   Backbone<float>& net = ctx.model.backbone();
-  const float* head = ctx.model.params().value(ctx.model.layout().id("lm_head"));
+  const float* head = ctx.model.params().value(ctx.model.head_id());
   // per_window[w][statistic][l]: window means over the T−1 predicted tokens.
   std::vector<double> per_window(size_t(W) * kStatistics * S, 0.0);
   std::vector<std::vector<float>> states(S);

@@ -165,6 +165,7 @@ Diagnostic path_weights_diagnostic() {
   };
   d.not_applicable = [](const DiagContext&) { return std::string(); };
   d.run = run;
+  d.needs_design_internals = true;
   return d;
 }
 

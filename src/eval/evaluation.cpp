@@ -80,15 +80,13 @@ std::vector<int64_t> choose_windows(int64_t available, int64_t first, int64_t sa
   return windows;
 }
 
-EvalResult evaluate(const EvalOptions& o, const Communicator& comm) {
-  const Checkpoint described = read_weights_description(o.weights_file);
-  const ModelConfig& config = described.model;
+EvalResult evaluate(const EvalOptions& o, const Checkpoint& weights, const Communicator& comm) {
+  const ModelConfig& config = weights.model;
   EvalResult r;
-  r.seq_len = o.seq_len > 0 ? o.seq_len : int(described.seq_len);
+  r.seq_len = o.seq_len > 0 ? o.seq_len : int(weights.seq_len);
   DB_REQUIRE(r.seq_len >= 2, o.weights_file + " records no training seq_len: give --seq-len");
   Model<float> model(config);
-  const std::optional<Checkpoint> weights = read_checkpoint(o.weights_file, config);
-  std::copy(weights->params.begin(), weights->params.end(), model.params().values().begin());
+  std::copy(weights.params.begin(), weights.params.end(), model.params().values().begin());
 
   data::TokenFileOptions token_options;
   token_options.format = data::parse_token_format(o.format);

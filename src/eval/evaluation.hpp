@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "core/communicator.hpp"
+#include "io/checkpoint.hpp"
 
 namespace db::eval {
 
 struct EvalOptions {
-  std::string weights_file;
+  std::string weights_file;  // or a Hugging Face folder (--hf); names the weights in messages
   std::vector<std::string> data_globs;
   std::string format = "auto";  // token file format (doc/data.md)
   int dtype_bytes = 0;          // headerless token width; 0 = from the manifest or the name
@@ -43,6 +44,7 @@ struct EvalResult {
 std::vector<int64_t> choose_windows(int64_t available, int64_t first, int64_t sample,
                                     uint64_t seed);
 
-EvalResult evaluate(const EvalOptions& options, const Communicator& comm);
+// The weights come from load_weights or read_hf_checkpoint (io/).
+EvalResult evaluate(const EvalOptions& options, const Checkpoint& weights, const Communicator& comm);
 
 }  // namespace db::eval

@@ -3,10 +3,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/model_fields.hpp"
 #include "io/named_tensors.hpp"
 #include "io/run_file.hpp"
 #include "model/model.hpp"
@@ -47,21 +47,18 @@ T read_scalar(hid_t file, const char* name, hid_t type) {
   return value;
 }
 
-// The model config as attributes, resolved (n_kv_head, ff, head_dim as used), so that a loader
-// derives every tensor shape from the file alone (doc/parameters.md).
+// The model config as attributes (io/model_fields.hpp), so that a loader derives every tensor
+// shape from the file alone (doc/parameters.md).
 void write_model_attributes(hid_t file, const ModelConfig& m) {
-  write_string(file, "arch", m.arch);
-  write_string(file, "design_options", design_options_text(m));
-  write_int(file, "d_model", m.d_model);
-  write_int(file, "n_layer", m.n_layer);
-  write_int(file, "n_head", m.n_head);
-  write_int(file, "n_kv_head", m.kv_heads());
-  write_int(file, "head_dim", m.head_dim());
-  write_int(file, "ff", m.ff_dim());
-  write_int(file, "vocab_size", m.vocab_size);
-  write_int(file, "qk_norm", m.qk_norm ? 1 : 0);
-  write_double(file, "rope_theta", m.rope_theta);
-  write_double(file, "norm_eps", m.norm_eps);
+  for (const ModelField& field : model_fields(m)) {
+    const char* key = field.key.c_str();
+    if (const auto* s = std::get_if<std::string>(&field.value))
+      write_string(file, key, *s);
+    else if (const auto* i = std::get_if<int64_t>(&field.value))
+      write_int(file, key, *i);
+    else
+      write_double(file, key, std::get<double>(field.value));
+  }
 }
 
 H5Handle open_for_reading(const std::string& path) {
@@ -69,20 +66,6 @@ H5Handle open_for_reading(const std::string& path) {
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   DB_REQUIRE(id >= 0, "checkpoint " + path + " is unreadable (delete it to restart the run)");
   return H5Handle(id, H5Fclose);
-}
-
-// Design options from "key=value;key=value" (design_options_text).
-std::map<std::string, std::string> parse_design_options(const std::string& text) {
-  std::map<std::string, std::string> options;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = std::min(text.find(';', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    const size_t eq = item.find('=');
-    if (eq != std::string::npos) options[item.substr(0, eq)] = item.substr(eq + 1);
-    start = end + 1;
-  }
-  return options;
 }
 
 }  // namespace
@@ -153,20 +136,16 @@ Checkpoint read_weights_description(const std::string& path) {
                  "reads it with its run file, or retrain to get a format-2 file");
   Checkpoint c;
   c.run_id = read_string_attribute(f, "run_id");
-  ModelConfig& m = c.model;
-  m.arch = read_string_attribute(f, "arch");
-  m.design_options = parse_design_options(read_string_attribute(f, "design_options"));
-  m.d_model = int(read_scalar<int64_t>(f, "d_model", H5T_NATIVE_INT64));
-  m.n_layer = int(read_scalar<int64_t>(f, "n_layer", H5T_NATIVE_INT64));
-  m.n_head = int(read_scalar<int64_t>(f, "n_head", H5T_NATIVE_INT64));
-  m.n_kv_head = int(read_scalar<int64_t>(f, "n_kv_head", H5T_NATIVE_INT64));
-  m.ff = int(read_scalar<int64_t>(f, "ff", H5T_NATIVE_INT64));
-  m.vocab_size = int(read_scalar<int64_t>(f, "vocab_size", H5T_NATIVE_INT64));
-  m.qk_norm = read_scalar<int64_t>(f, "qk_norm", H5T_NATIVE_INT64) != 0;
-  m.rope_theta = read_scalar<double>(f, "rope_theta", H5T_NATIVE_DOUBLE);
-  m.norm_eps = read_scalar<double>(f, "norm_eps", H5T_NATIVE_DOUBLE);
+  c.model = model_from_fields(
+      [&](const std::string& key, const FieldValue& kind) -> std::optional<FieldValue> {
+        if (H5Aexists(f, key.c_str()) <= 0) return std::nullopt;
+        if (std::holds_alternative<std::string>(kind)) return read_string_attribute(f, key);
+        if (std::holds_alternative<int64_t>(kind))
+          return read_scalar<int64_t>(f, key.c_str(), H5T_NATIVE_INT64);
+        return read_scalar<double>(f, key.c_str(), H5T_NATIVE_DOUBLE);
+      },
+      path);
   if (H5Aexists(f, "seq_len") > 0) c.seq_len = read_scalar<int64_t>(f, "seq_len", H5T_NATIVE_INT64);
-  m.validate();
   return c;
 }
 

@@ -1,16 +1,11 @@
 #include "io/named_tensors.hpp"
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "io/hdf5_handle.hpp"
 
 namespace db {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (int64_t n : shape) s += (s.empty() ? "" : ", ") + std::to_string(n);
-  return "[" + s + "]";
-}
 
 std::vector<int64_t> dataset_shape(hid_t set) {
   H5Handle space(H5_CHECK(H5Dget_space(set)), H5Sclose);

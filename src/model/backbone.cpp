@@ -36,7 +36,7 @@ void Backbone<T>::declare(ParameterLayout& layout, const ModelConfig& c) {
     }
   }
   layout.add_constant("final_norm", {d}, 1.0);
-  layout.add_matrix("lm_head", {V, d}, std);
+  if (!c.tie_embeddings) layout.add_matrix("lm_head", {V, d}, std);
 }
 
 template <class T>

@@ -44,7 +44,9 @@ std::unique_ptr<ResidualDesign<T>> make_design(const DesignInfo& info, const Mod
 
 template <class T>
 Model<T>::Model(const ModelConfig& config)
-    : config_(config), layout_(std::make_unique<ParameterLayout>(build_layout(config))) {
+    : config_(config),
+      layout_(std::make_unique<ParameterLayout>(build_layout(config))),
+      head_id_(layout_->id(config.tie_embeddings ? "embed" : "lm_head")) {
   params_ = std::make_unique<ParameterStore<T>>(*layout_);
   backbone_ = std::make_unique<Backbone<T>>(config_, *layout_, *params_);
   design_ = make_design<T>(find_design(config.arch), config_);
@@ -74,7 +76,7 @@ double Model<T>::forward_backward(const int32_t* tokens, int64_t batch, int seq_
   forward_features(tokens, batch, seq_len);
   const int64_t rows = batch * seq_len;
   const int d = config_.d_model;
-  const int head = layout_->id("lm_head");
+  const int head = head_id_;
   dfeatures_.resize(rows * d);
   dx0_.resize(rows * d);
   const double loss = cpu::lm_head_cross_entropy(
@@ -90,14 +92,14 @@ template <class T>
 double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len) {
   forward_features(tokens, batch, seq_len);
   return cpu::lm_head_cross_entropy<T>(
-      features_.data(), params_->value(layout_->id("lm_head")), targets_.data(),
+      features_.data(), params_->value(head_id_), targets_.data(),
       {batch * seq_len, config_.d_model, config_.vocab_size}, nullptr, nullptr, 0.0);
 }
 
 template <class T>
 void Model<T>::last_position_losses(std::vector<double>& out) const {
   const int64_t rows = int64_t(targets_.size()), d = config_.d_model;
-  const T* head = params_->value(layout_->id("lm_head"));
+  const T* head = params_->value(head_id_);
   out.resize(rows);
   for (int64_t r = 0; r < rows; ++r)  // one row at a time: the fused head returns sums only
     out[r] = cpu::lm_head_cross_entropy<T>(features_.data() + r * d, head, targets_.data() + r,
@@ -109,7 +111,7 @@ template <class T>
 void Model<T>::logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out) {
   forward_features(tokens, batch, seq_len);
   out.resize(batch * seq_len * config_.vocab_size);
-  cpu::lm_head_logits(out.data(), features_.data(), params_->value(layout_->id("lm_head")),
+  cpu::lm_head_logits(out.data(), features_.data(), params_->value(head_id_),
                       {batch * seq_len, config_.d_model, config_.vocab_size});
 }
 

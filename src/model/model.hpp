@@ -30,6 +30,8 @@ class Model {
   ParameterStore<T>& params() { return *params_; }
   Backbone<T>& backbone() { return *backbone_; }
   ResidualDesign<T>& design() { return *design_; }
+  // The LM head's parameter: `lm_head`, or `embed` when the embeddings are tied.
+  int head_id() const { return head_id_; }
 
   void initialize(uint64_t seed) { params_->initialize(seed); }
 
@@ -54,6 +56,7 @@ class Model {
 
   ModelConfig config_;
   std::unique_ptr<ParameterLayout> layout_;
+  int head_id_;
   std::unique_ptr<ParameterStore<T>> params_;
   std::unique_ptr<Backbone<T>> backbone_;
   std::unique_ptr<ResidualDesign<T>> design_;

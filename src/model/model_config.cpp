@@ -29,9 +29,9 @@ bool ModelConfig::option(const std::string& key, bool fallback) const {
 
 void ModelConfig::validate() const {
   DB_REQUIRE(n_layer >= 1, "n_layer must be ≥ 1");
-  DB_REQUIRE(n_head >= 1 && d_model % n_head == 0, "d_model (" + std::to_string(d_model) +
-                                                       ") must be a multiple of n_head (" +
-                                                       std::to_string(n_head) + ")");
+  DB_REQUIRE(n_head >= 1 && (head_size > 0 || d_model % n_head == 0),
+             "d_model (" + std::to_string(d_model) + ") must be a multiple of n_head (" +
+                 std::to_string(n_head) + ")");
   DB_REQUIRE(head_dim() % 2 == 0, "head_dim = d_model / n_head must be even for RoPE");
   DB_REQUIRE(kv_heads() >= 1 && n_head % kv_heads() == 0, "n_head must be a multiple of n_kv_head");
   DB_REQUIRE(vocab_size >= 2, "vocab_size must be ≥ 2");

@@ -15,14 +15,16 @@ struct ModelConfig {
   int n_kv_head = 0;  // 0: equal to n_head (MHA)
   int ff = 0;         // 0: ceil16(8d/3), the sub-1B rule
   int vocab_size = 257;
-  bool qk_norm = false;
+  bool qk_norm = false;  // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool tie_embeddings = false;  // the LM head is `embed` (no `lm_head` tensor)
+  int head_size = 0;            // 0: d_model / n_head; imported checkpoints may set their own
   double rope_theta = 10000.0;
   double norm_eps = 1e-6;
   double init_std = 0.02;
   // Design-specific knobs by name (e.g. "keel_alpha"); missing keys take the design's default.
   std::map<std::string, std::string> design_options;
 
-  int head_dim() const { return d_model / n_head; }
+  int head_dim() const { return head_size > 0 ? head_size : d_model / n_head; }
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int ff_dim() const { return ff > 0 ? ff : ffn_hidden_sub1b(d_model); }
   double aspect_ratio() const { return double(d_model) / n_layer; }

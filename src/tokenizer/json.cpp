@@ -1,6 +1,7 @@
 #include "tokenizer/json.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -315,6 +316,23 @@ JsonValue parse_json(std::string_view text) {
   std::string error;
   DB_REQUIRE(try_parse_json(text, value, error), "JSON: " + error);
   return value;
+}
+
+std::string json_quote(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace db::tokenizer

@@ -61,4 +61,7 @@ JsonValue parse_json(std::string_view text);
 // Like parse_json, but returns false and fills `error` instead of throwing (JSONL lines).
 bool try_parse_json(std::string_view text, JsonValue& value, std::string& error);
 
+// `text` as a JSON string literal, quotes included (for the few files we write as JSON).
+std::string json_quote(std::string_view text);
+
 }  // namespace db::tokenizer

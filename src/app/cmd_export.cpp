@@ -1,0 +1,124 @@
+// `depthbench export RUN --format safetensors|hf` (doc/export.md): a run's weights for tools
+// outside DepthBench — every design's tensors by name in safetensors, or a Pre-LN run as a
+// Hugging Face LLaMA folder with the tokenizer the run's data was tokenized with.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "app/command_line.hpp"
+#include "app/commands.hpp"
+#include "core/error.hpp"
+#include "data/shard_manifest.hpp"
+#include "io/hdf5_handle.hpp"
+#include "io/hf_checkpoint.hpp"
+#include "io/run_file.hpp"
+#include "io/safetensors_weights.hpp"
+#include "io/weights_source.hpp"
+#include "train/run_config.hpp"
+
+namespace db::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// NAME.h5, NAME.weights, NAME.init.weights, NAME.ckpt → NAME.
+std::string run_stem(const std::string& path) {
+  for (const char* suffix : {".h5", ".init.weights", ".weights", ".ckpt"}) {
+    const std::string s = suffix;
+    if (path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0)
+      return path.substr(0, path.size() - s.size());
+  }
+  return path;
+}
+
+// The manifest of the run's token files (doc/tokenize.md), when NAME.h5 and the files are found.
+std::optional<data::ShardManifest> run_manifest(const std::string& run_file) {
+  if (!fs::exists(run_file)) return std::nullopt;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t id = H5Fopen(run_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) return std::nullopt;
+  H5Handle file(id, H5Fclose);
+  if (H5Aexists(file.get(), "config") <= 0) return std::nullopt;
+  const RunConfig config = parse_run_config_text(read_string_attribute(file.get(), "config"));
+  for (const auto* globs : {&config.data.train_files, &config.data.val_files})
+    for (const std::string& token_file : expand_globs(*globs))
+      if (auto manifest = data::manifest_describing(token_file)) return manifest;
+  return std::nullopt;
+}
+
+void ship_file(const fs::path& from, const fs::path& to) {
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  std::printf("  %s (from %s)\n", to.filename().c_str(), from.c_str());
+}
+
+// The tokenizer files in the layout transformers reads: tokenizer.json with its companions, or
+// GPT-2's encoder.json + vocab.bpe as vocab.json + merges.txt. Returns what is missing, if any.
+std::string copy_tokenizer(const std::string& spec, const fs::path& out) {
+  if (spec.empty()) return "the run's token files have no manifest.ini naming their tokenizer";
+  if (spec == "bytes") return "the run used the bytes tokenizer, which has no Hugging Face form";
+  fs::path source = spec;
+  if (fs::is_directory(source))
+    source /= fs::exists(source / "tokenizer.json") ? "tokenizer.json" : "encoder.json";
+  if (!fs::exists(source)) return "tokenizer " + spec + " not found";
+  if (source.filename() == "encoder.json") {
+    ship_file(source, out / "vocab.json");
+    ship_file(source.parent_path() / "vocab.bpe", out / "merges.txt");
+    return "";
+  }
+  ship_file(source, out / "tokenizer.json");
+  for (const char* companion : {"tokenizer_config.json", "special_tokens_map.json"})
+    if (fs::exists(source.parent_path() / companion))
+      ship_file(source.parent_path() / companion, out / companion);
+  return "";
+}
+
+}  // namespace
+
+int run_export_command(int argc, char** argv) {
+  namespace po = boost::program_options;
+  std::string run, format, out, tokenizer;
+  po::options_description described(
+      "usage: depthbench export RUN --format safetensors|hf [--out DIR]\n\n"
+      "RUN is a run file NAME.h5 (its final weights NAME.weights are exported) or a weight file\n"
+      "(NAME.weights, NAME.init.weights, NAME.ckpt). safetensors: every tensor of any design by\n"
+      "name plus config.json. hf: a Pre-LN run as a Hugging Face LLaMA folder (config.json,\n"
+      "model.safetensors, the tokenizer files of the run's data).\n\noptions");
+  described.add_options()("help,h", "print this help")(
+      "run", po::value(&run)->required(), "the run file or weight file (positional)")(
+      "format", po::value(&format)->required(), "safetensors | hf")(
+      "out", po::value(&out), "output folder (default: NAME-safetensors or NAME-hf beside RUN)")(
+      "tokenizer", po::value(&tokenizer),
+      "hf: tokenizer.json (or its folder) to ship (default: the one named by the manifest.ini "
+      "of the run's token files)");
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  po::variables_map vm;
+  if (const auto stop = parse_command_line("export", argc, argv, described, vm, &positional))
+    return *stop;
+  DB_REQUIRE(format == "safetensors" || format == "hf",
+             "--format = " + format + ": must be safetensors or hf");
+  const std::string stem = run_stem(run);
+  const std::string weights_file = run == stem + ".h5" ? stem + ".weights" : run;
+  if (out.empty()) out = stem + "-" + format;
+  const Checkpoint weights = load_weights(weights_file);
+
+  if (format == "safetensors") {
+    write_safetensors_weights(out, weights);
+    std::printf("exported %s (%s, %zu values) to %s/model.safetensors and config.json\n",
+                weights_file.c_str(), weights.model.arch.c_str(), weights.params.size(),
+                out.c_str());
+    return 0;
+  }
+  const std::optional<data::ShardManifest> manifest = run_manifest(stem + ".h5");
+  write_hf_checkpoint(out, weights, manifest ? manifest->eod_id : -1);
+  std::printf("exported %s as a Hugging Face %s folder %s\n", weights_file.c_str(),
+              weights.model.qk_norm ? "Qwen3" : "LLaMA", out.c_str());
+  const std::string missing =
+      copy_tokenizer(tokenizer.empty() && manifest ? manifest->tokenizer : tokenizer, out);
+  if (!missing.empty()) std::printf("  no tokenizer files written: %s (give --tokenizer)\n",
+                                    missing.c_str());
+  return 0;
+}
+
+}  // namespace db::app
