@@ -153,10 +153,12 @@ double read_rope(HfConfigReader& r, double theta) {
     const JsonValue* v = r.take(key);
     if (!v || v->is_null()) continue;
     DB_REQUIRE(v->is_object(), r.source() + ": " + key + " is not an object");
+    const JsonValue* kind = v->find("rope_type") ? v->find("rope_type") : v->find("type");
+    if (kind && !(kind->is_string() && kind->as_string() == "default"))
+      throw Error(r.source() + ": " + key + " of type " + json_text(*kind) +
+                  " is not supported (only plain RoPE is implemented, no rope scaling)");
     for (const auto& [field, value] : v->as_object()) {
-      if ((field == "rope_type" || field == "type") && value.is_string() &&
-          value.as_string() == "default")
-        continue;
+      if (field == "rope_type" || field == "type") continue;
       if (field == "rope_theta") {
         theta = value.as_number("rope_theta");
         continue;
