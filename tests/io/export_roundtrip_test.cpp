@@ -1,0 +1,182 @@
+// Exports read back bit for bit: every registered design through `--format safetensors`, Pre-LN
+// (with GQA, QK-norm, tied embeddings) through the Hugging Face layout; other designs are refused
+// by the HF writer; the safetensors reader converts F16/BF16/F64 exactly and refuses bad files.
+#define BOOST_TEST_MODULE export_roundtrip
+#define BOOST_TEST_DYN_LINK
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "io/hf_checkpoint.hpp"
+#include "io/safetensors.hpp"
+#include "io/safetensors_weights.hpp"
+#include "io/weights_source.hpp"
+#include "model/model.hpp"
+#include "model/residual/registry.hpp"
+
+using namespace db;
+
+namespace {
+
+const std::string kWork = std::string(DEPTHBENCH_BINARY_DIR) + "/test-work/export_roundtrip";
+
+Checkpoint random_weights(const ModelConfig& config, uint64_t seed) {
+  Model<float> model(config);
+  model.initialize(seed);
+  Checkpoint c;
+  c.model = config;
+  c.run_id = "roundtrip-" + config.arch;
+  c.seq_len = 24;
+  // Structured inits (ones, one-hot routing) would hide a mix-up of equal-shaped tensors.
+  auto values = model.params().values();
+  for (size_t i = 0; i < values.size(); ++i) values[i] += float(i % 97) * 1e-3f;
+  c.params.assign(values.begin(), values.end());
+  return c;
+}
+
+ModelConfig tiny(const std::string& arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.n_layer = 3;
+  c.d_model = 16;
+  c.n_head = 4;
+  c.n_kv_head = 2;
+  c.vocab_size = 19;
+  return c;
+}
+
+void same_model(const ModelConfig& a, const ModelConfig& b) {
+  BOOST_TEST(a.arch == b.arch);
+  BOOST_TEST(design_options_text(a) == design_options_text(b));
+  BOOST_TEST(a.n_layer == b.n_layer);
+  BOOST_TEST(a.d_model == b.d_model);
+  BOOST_TEST(a.n_head == b.n_head);
+  BOOST_TEST(a.kv_heads() == b.kv_heads());
+  BOOST_TEST(a.head_dim() == b.head_dim());
+  BOOST_TEST(a.ff_dim() == b.ff_dim());
+  BOOST_TEST(a.vocab_size == b.vocab_size);
+  BOOST_TEST(a.qk_norm == b.qk_norm);
+  BOOST_TEST(a.tie_embeddings == b.tie_embeddings);
+  BOOST_TEST(a.rope_theta == b.rope_theta);
+  BOOST_TEST(a.norm_eps == b.norm_eps);
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void write_bytes(const std::string& path, const std::string& header, const std::string& data) {
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t n = header.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out << header << data;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(safetensors_export_round_trips_every_design_bit_for_bit) {
+  for (const DesignInfo& design : all_designs()) {
+    ModelConfig config = tiny(design.name);
+    config.rope_theta = 31415.0;
+    config.norm_eps = 1e-5;
+    const Checkpoint written = random_weights(config, 7);
+    const std::string dir = kWork + "/" + design.name;
+    write_safetensors_weights(dir, written);
+    for (const std::string& path : {dir, dir + "/model.safetensors"}) {
+      const Checkpoint read = load_weights(path);
+      BOOST_TEST_CONTEXT(design.name << " from " << path) {
+        same_model(read.model, written.model);
+        BOOST_TEST(read.seq_len == written.seq_len);
+        BOOST_TEST(read.run_id == written.run_id);
+        BOOST_TEST(bitwise_equal(read.params, written.params));
+      }
+    }
+    // Every tensor under its own name, as doc/parameters.md lists them.
+    const SafetensorsFile file(dir + "/model.safetensors");
+    const ParameterLayout layout = build_layout(config);
+    for (const ParameterSpec& spec : layout.specs())
+      BOOST_TEST(file.entry(spec.name).shape == spec.shape, design.name << " " << spec.name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(hf_export_of_pre_ln_round_trips_bit_for_bit) {
+  for (const bool qk_norm : {false, true})
+    for (const bool tied : {false, true}) {
+      ModelConfig config = tiny("pre_ln");
+      config.qk_norm = qk_norm;
+      config.tie_embeddings = tied;
+      config.rope_theta = 500000.0;
+      const Checkpoint written = random_weights(config, 3);
+      const std::string dir = kWork + "/hf_" + std::to_string(qk_norm) + std::to_string(tied);
+      write_hf_checkpoint(dir, written, 2);
+      const Checkpoint read = read_hf_checkpoint(dir);
+      BOOST_TEST_CONTEXT("qk_norm " << qk_norm << ", tied " << tied) {
+        same_model(read.model, written.model);
+        BOOST_TEST(read.seq_len == written.seq_len);
+        BOOST_TEST(bitwise_equal(read.params, written.params));
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(hf_export_refuses_other_designs_by_name) {
+  for (const DesignInfo& design : all_designs()) {
+    if (design.name == "pre_ln") continue;
+    const Checkpoint weights = random_weights(tiny(design.name), 1);
+    BOOST_CHECK_EXCEPTION(write_hf_checkpoint(kWork + "/refused", weights, -1), Error,
+                          [&](const Error& e) {
+                            return std::string(e.what()).find("design " + design.name) !=
+                                   std::string::npos;
+                          });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(half_precision_tensors_convert_exactly) {
+  std::filesystem::create_directories(kWork);
+  // F16: 1, −2, the smallest subnormal 2⁻²⁴, +inf; BF16: 1, −0.5; F64: 0.1.
+  const uint16_t f16[] = {0x3c00, 0xc000, 0x0001, 0x7c00};
+  const uint16_t bf16[] = {0x3f80, 0xbf00};
+  const double f64[] = {0.1};
+  std::string data(reinterpret_cast<const char*>(f16), sizeof f16);
+  data.append(reinterpret_cast<const char*>(bf16), sizeof bf16);
+  data.append(reinterpret_cast<const char*>(f64), sizeof f64);
+  const std::string path = kWork + "/half.safetensors";
+  write_bytes(path,
+              R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},)"
+              R"("b":{"dtype":"BF16","shape":[2],"data_offsets":[8,12]},)"
+              R"("d":{"dtype":"F64","shape":[1],"data_offsets":[12,20]}})",
+              data);
+  const SafetensorsFile file(path);
+  const std::vector<float> h = file.read_float("h"), b = file.read_float("b");
+  BOOST_TEST(h[0] == 1.0f);
+  BOOST_TEST(h[1] == -2.0f);
+  BOOST_TEST(h[2] == std::ldexp(1.0f, -24));
+  BOOST_TEST(std::isinf(h[3]));
+  BOOST_TEST(b[0] == 1.0f);
+  BOOST_TEST(b[1] == -0.5f);
+  BOOST_TEST(file.read_float("d")[0] == 0.1f);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_safetensors_files_are_refused_with_one_line) {
+  std::filesystem::create_directories(kWork);
+  auto message = [](const std::string& path) -> std::string {
+    try {
+      SafetensorsFile file(path);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const std::string short_data = kWork + "/short.safetensors";
+  write_bytes(short_data, R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", "abcd");
+  BOOST_TEST(message(short_data).find("outside the file") != std::string::npos);
+  const std::string wrong_size = kWork + "/size.safetensors";
+  write_bytes(wrong_size, R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,4]}})", "abcd");
+  BOOST_TEST(message(wrong_size).find("do not hold") != std::string::npos);
+  const std::string not_json = kWork + "/json.safetensors";
+  write_bytes(not_json, "{nope", "");
+  BOOST_TEST(message(not_json).find("not JSON") != std::string::npos);
+  BOOST_TEST(message(kWork + "/missing.safetensors").find("not found") != std::string::npos);
+}
