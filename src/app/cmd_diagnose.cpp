@@ -35,8 +35,8 @@ int run_diagnose_command(int argc, char** argv) {
         return names;
       }() +
       "\n\noptions");
-  described.add_options()("help,h", "print this help")(
-      "run", po::value(&options.run_file), "the run file NAME.h5 (positional)")(
+  described.add_options()("help,h", "print this help")("run", po::value(&options.run_file),
+                                                       "the run file NAME.h5 (positional)")(
       "hf", po::value(&options.hf_dir), "a Hugging Face checkpoint folder instead of a run")(
       "out", po::value(&hf_out), "--hf: the result file (default: DIR's name + .diag.h5 here)")(
       "only", po::value(&only), "comma-separated diagnostics to run (default: all that apply)")(

@@ -115,7 +115,8 @@ int run_eval_command(int argc, char** argv) {
              "--dtype-bytes = " + std::to_string(o.dtype_bytes) + ": must be 0, 2 or 4");
   require_in("bootstrap", o.bootstrap, 1, 1e7);
   require_in("threads", threads, 0, 4096);
-  const Checkpoint weights = hf_dir.empty() ? load_weights(o.weights_file) : read_hf_checkpoint(hf_dir);
+  const Checkpoint weights =
+      hf_dir.empty() ? load_weights(o.weights_file) : read_hf_checkpoint(hf_dir);
   if (!hf_dir.empty()) o.weights_file = hf_dir;
   if (eod == "auto")
     o.eod_id = default_eod_id(o.data_globs, weights.model.vocab_size);

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "app/command_line.hpp"
@@ -70,6 +71,13 @@ std::string copy_tokenizer(const std::string& spec, const fs::path& out) {
   for (const char* companion : {"tokenizer_config.json", "special_tokens_map.json"})
     if (fs::exists(source.parent_path() / companion))
       ship_file(source.parent_path() / companion, out / companion);
+  if (!fs::exists(out / "tokenizer_config.json")) {
+    // Without it AutoTokenizer picks the class from model_type (LLaMA's adds a BOS token); the
+    // generic fast tokenizer encodes exactly as tokenizer.json says, as `tokenize` did.
+    std::ofstream config(out / "tokenizer_config.json");
+    config << "{\"tokenizer_class\": \"PreTrainedTokenizerFast\"}\n";
+    DB_REQUIRE(config.flush(), "cannot write " + (out / "tokenizer_config.json").string());
+  }
   return "";
 }
 
@@ -84,8 +92,8 @@ int run_export_command(int argc, char** argv) {
       "(NAME.weights, NAME.init.weights, NAME.ckpt). safetensors: every tensor of any design by\n"
       "name plus config.json. hf: a Pre-LN run as a Hugging Face LLaMA folder (config.json,\n"
       "model.safetensors, the tokenizer files of the run's data).\n\noptions");
-  described.add_options()("help,h", "print this help")(
-      "run", po::value(&run)->required(), "the run file or weight file (positional)")(
+  described.add_options()("help,h", "print this help")("run", po::value(&run)->required(),
+                                                       "the run file or weight file (positional)")(
       "format", po::value(&format)->required(), "safetensors | hf")(
       "out", po::value(&out), "output folder (default: NAME-safetensors or NAME-hf beside RUN)")(
       "tokenizer", po::value(&tokenizer),
@@ -116,8 +124,8 @@ int run_export_command(int argc, char** argv) {
               weights.model.qk_norm ? "Qwen3" : "LLaMA", out.c_str());
   const std::string missing =
       copy_tokenizer(tokenizer.empty() && manifest ? manifest->tokenizer : tokenizer, out);
-  if (!missing.empty()) std::printf("  no tokenizer files written: %s (give --tokenizer)\n",
-                                    missing.c_str());
+  if (!missing.empty())
+    std::printf("  no tokenizer files written: %s (give --tokenizer)\n", missing.c_str());
   return 0;
 }
 

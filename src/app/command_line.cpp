@@ -10,8 +10,7 @@ namespace db::app {
 namespace po = boost::program_options;
 
 std::optional<int> parse_command_line(const char* command, int argc, char** argv,
-                                      const po::options_description& options,
-                                      po::variables_map& vm,
+                                      const po::options_description& options, po::variables_map& vm,
                                       const po::positional_options_description* positional) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));

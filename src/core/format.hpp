@@ -1,7 +1,8 @@
 // Short human-readable figures for console lines.
 #pragma once
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,17 @@ inline std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s;
   for (int64_t n : shape) s += (s.empty() ? "" : ", ") + std::to_string(n);
   return "[" + s + "]";
+}
+
+// The shortest decimal text that reads back as the same double ("1e-06", not
+// "9.9999999999999995e-07"), for numbers in files that other tools read.
+inline std::string exact_number_text(double value) {
+  char text[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
 }
 
 }  // namespace db

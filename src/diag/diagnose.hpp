@@ -1,7 +1,8 @@
 // `depthbench diagnose`: loads a completed run (its config from the run file, its final
-// weights from NAME.weights) or a Hugging Face checkpoint folder (--hf), computes the chosen diagnostics with their passes spread over
-// the ranks of the communicator and writes each into the run file's diagnostics/ group (rank 0).
-// The sweep calls run_diagnostics() at the end of a run when its suite asks for it.
+// weights from NAME.weights) or a Hugging Face checkpoint folder (--hf), computes the chosen
+// diagnostics with their passes spread over the ranks of the communicator and writes each into the
+// run file's diagnostics/ group (rank 0). The sweep calls run_diagnostics() at the end of a run
+// when its suite asks for it.
 #pragma once
 #include <string>
 #include <vector>

@@ -45,6 +45,7 @@ std::vector<int64_t> choose_windows(int64_t available, int64_t first, int64_t sa
                                     uint64_t seed);
 
 // The weights come from load_weights or read_hf_checkpoint (io/).
-EvalResult evaluate(const EvalOptions& options, const Checkpoint& weights, const Communicator& comm);
+EvalResult evaluate(const EvalOptions& options, const Checkpoint& weights,
+                    const Communicator& comm);
 
 }  // namespace db::eval

@@ -22,16 +22,11 @@ using tokenizer::JsonValue;
 
 // Our block tensors (doc/parameters.md) and their names below `model.layers.{i}.`.
 const std::map<std::string, std::string> kBlockTensors = {
-    {"attn_norm", "input_layernorm.weight"},
-    {"ffn_norm", "post_attention_layernorm.weight"},
-    {"wq", "self_attn.q_proj.weight"},
-    {"wk", "self_attn.k_proj.weight"},
-    {"wv", "self_attn.v_proj.weight"},
-    {"wo", "self_attn.o_proj.weight"},
-    {"q_norm", "self_attn.q_norm.weight"},
-    {"k_norm", "self_attn.k_norm.weight"},
-    {"w1", "mlp.gate_proj.weight"},
-    {"w3", "mlp.up_proj.weight"},
+    {"attn_norm", "input_layernorm.weight"}, {"ffn_norm", "post_attention_layernorm.weight"},
+    {"wq", "self_attn.q_proj.weight"},       {"wk", "self_attn.k_proj.weight"},
+    {"wv", "self_attn.v_proj.weight"},       {"wo", "self_attn.o_proj.weight"},
+    {"q_norm", "self_attn.q_norm.weight"},   {"k_norm", "self_attn.k_norm.weight"},
+    {"w1", "mlp.gate_proj.weight"},          {"w3", "mlp.up_proj.weight"},
     {"w2", "mlp.down_proj.weight"},
 };
 
@@ -71,17 +66,11 @@ const std::set<std::string> kMoeFields = {"num_experts",
 
 const std::set<std::string> kModelTypes = {"llama", "mistral", "qwen3"};
 
-std::string number_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
-}
-
 std::string json_text(const JsonValue& v) {
   if (v.is_null()) return "null";
   if (v.is_bool()) return v.as_bool() ? "true" : "false";
   if (v.is_string()) return json_quote(v.as_string());
-  if (v.is_number()) return number_text(v.as_number());
+  if (v.is_number()) return exact_number_text(v.as_number());
   return v.is_array() ? "[...]" : "{...}";
 }
 
@@ -226,13 +215,13 @@ std::string config_json(const Checkpoint& weights, int64_t eos_id) {
       {"head_dim", std::to_string(m.head_dim())},
       {"hidden_act", "\"silu\""},
       {"max_position_embeddings", std::to_string(weights.seq_len)},
-      {"rms_norm_eps", number_text(m.norm_eps)},
-      {"rope_theta", number_text(m.rope_theta)},
+      {"rms_norm_eps", exact_number_text(m.norm_eps)},
+      {"rope_theta", exact_number_text(m.rope_theta)},
       {"rope_scaling", "null"},
       {"attention_bias", "false"},
       {"attention_dropout", "0.0"},
       {"tie_word_embeddings", m.tie_embeddings ? "true" : "false"},
-      {"initializer_range", number_text(m.init_std)},
+      {"initializer_range", exact_number_text(m.init_std)},
       {"torch_dtype", "\"float32\""},
       {"use_cache", "true"},
   };
@@ -248,8 +237,8 @@ std::string config_json(const Checkpoint& weights, int64_t eos_id) {
   }
   std::string json = "{";
   for (size_t i = 0; i < fields.size(); ++i)
-    json += std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " +
-            fields[i].second;
+    json +=
+        std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " + fields[i].second;
   return json + "\n}\n";
 }
 
@@ -347,8 +336,9 @@ void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int6
   DB_REQUIRE(m.arch == "pre_ln", "design " + m.arch +
                                      " has no Hugging Face counterpart: only pre_ln runs export "
                                      "to the LLaMA layout (--format safetensors keeps any design)");
-  DB_REQUIRE(weights.seq_len > 0, "the weights record no training seq_len for "
-                                  "max_position_embeddings");
+  DB_REQUIRE(weights.seq_len > 0,
+             "the weights record no training seq_len for "
+             "max_position_embeddings");
   fs::create_directories(dir);
   const ParameterLayout layout = build_layout(m);
   std::vector<TensorView> tensors;

@@ -1,8 +1,7 @@
 #include "io/model_fields.hpp"
 
-#include <cstdio>
-
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "model/residual/registry.hpp"
 
 namespace db {
@@ -74,9 +73,7 @@ ModelConfig model_from_fields(const FieldGetter& get, const std::string& source)
 std::string field_text(const FieldValue& value) {
   if (const auto* s = std::get_if<std::string>(&value)) return *s;
   if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", std::get<double>(value));
-  return text;
+  return exact_number_text(std::get<double>(value));
 }
 
 FieldValue parse_field(const std::string& text, const FieldValue& kind, const std::string& what) {

@@ -27,12 +27,12 @@ std::vector<ModelField> model_fields(const ModelConfig& config);
 // The config back from its fields. `get(key, kind)` returns the stored value converted to the
 // kind of `kind`, or nothing when the key is absent; tie_embeddings may be absent (older files:
 // untied), every other key must be present. Throws db::Error naming `source` and the key.
-using FieldGetter = std::function<std::optional<FieldValue>(const std::string& key,
-                                                            const FieldValue& kind)>;
+using FieldGetter =
+    std::function<std::optional<FieldValue>(const std::string& key, const FieldValue& kind)>;
 ModelConfig model_from_fields(const FieldGetter& get, const std::string& source);
 
 // Field values as text (safetensors metadata holds strings only) and back; numbers round-trip
-// exactly ("%.17g").
+// exactly.
 std::string field_text(const FieldValue& value);
 FieldValue parse_field(const std::string& text, const FieldValue& kind, const std::string& what);
 

@@ -17,8 +17,8 @@ namespace {
 // The format is little-endian; so are the machines we build for, and raw bytes are copied.
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes little-endian");
 
-using tokenizer::JsonValue;
 using tokenizer::json_quote;
+using tokenizer::JsonValue;
 
 constexpr int64_t kMaxHeaderBytes = int64_t(1) << 30;
 
@@ -26,15 +26,18 @@ int dtype_bytes(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
   if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" ||
-      dtype == "F8_E5M2")
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2")
     return 1;
   return 0;
 }
 
-float from_bits(uint32_t bits) { return std::bit_cast<float>(bits); }
+float from_bits(uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
 
-float bf16_to_float(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+float bf16_to_float(uint16_t h) {
+  return from_bits(uint32_t(h) << 16);
+}
 
 // IEEE half → float, exactly (every half is a float), subnormals, infinities and NaN included.
 float f16_to_float(uint16_t h) {
@@ -110,8 +113,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorView>& t
       throw Error("cannot write " + tmp);
     }
   }
-  DB_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0,
-             "cannot rename " + tmp + " to " + path);
+  DB_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename " + tmp + " to " + path);
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
@@ -159,8 +161,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                what + ": data_offsets outside the file");
     const int width = dtype_bytes(e.dtype);
     DB_REQUIRE(width == 0 || e.end - e.begin == element_count(e.shape) * width,
-               what + ": " + std::to_string(e.end - e.begin) + " bytes do not hold a " +
-                   e.dtype + " tensor of shape " + shape_text(e.shape));
+               what + ": " + std::to_string(e.end - e.begin) + " bytes do not hold a " + e.dtype +
+                   " tensor of shape " + shape_text(e.shape));
     tensors_[name] = e;
   }
 }
@@ -181,9 +183,9 @@ std::vector<float> SafetensorsFile::read_float(const std::string& name) const {
   if (e.dtype == "F32") return convert<uint32_t>(bytes, from_bits);
   if (e.dtype == "BF16") return convert<uint16_t>(bytes, bf16_to_float);
   if (e.dtype == "F16") return convert<uint16_t>(bytes, f16_to_float);
-  if (e.dtype == "F64") return convert<uint64_t>(bytes, [](uint64_t bits) {
-      return float(std::bit_cast<double>(bits));
-    });
+  if (e.dtype == "F64")
+    return convert<uint64_t>(bytes,
+                             [](uint64_t bits) { return float(std::bit_cast<double>(bits)); });
   throw Error(path_ + ": tensor " + name + " has dtype " + e.dtype +
               " (readable: F32, F16, BF16, F64)");
 }

@@ -91,9 +91,9 @@ double Model<T>::forward_backward(const int32_t* tokens, int64_t batch, int seq_
 template <class T>
 double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len) {
   forward_features(tokens, batch, seq_len);
-  return cpu::lm_head_cross_entropy<T>(
-      features_.data(), params_->value(head_id_), targets_.data(),
-      {batch * seq_len, config_.d_model, config_.vocab_size}, nullptr, nullptr, 0.0);
+  return cpu::lm_head_cross_entropy<T>(features_.data(), params_->value(head_id_), targets_.data(),
+                                       {batch * seq_len, config_.d_model, config_.vocab_size},
+                                       nullptr, nullptr, 0.0);
 }
 
 template <class T>

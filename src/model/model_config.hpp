@@ -15,7 +15,7 @@ struct ModelConfig {
   int n_kv_head = 0;  // 0: equal to n_head (MHA)
   int ff = 0;         // 0: ceil16(8d/3), the sub-1B rule
   int vocab_size = 257;
-  bool qk_norm = false;  // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (Qwen3)
   bool tie_embeddings = false;  // the LM head is `embed` (no `lm_head` tensor)
   int head_size = 0;            // 0: d_model / n_head; imported checkpoints may set their own
   double rope_theta = 10000.0;

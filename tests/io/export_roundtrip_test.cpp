@@ -125,11 +125,10 @@ BOOST_AUTO_TEST_CASE(hf_export_refuses_other_designs_by_name) {
   for (const DesignInfo& design : all_designs()) {
     if (design.name == "pre_ln") continue;
     const Checkpoint weights = random_weights(tiny(design.name), 1);
-    BOOST_CHECK_EXCEPTION(write_hf_checkpoint(kWork + "/refused", weights, -1), Error,
-                          [&](const Error& e) {
-                            return std::string(e.what()).find("design " + design.name) !=
-                                   std::string::npos;
-                          });
+    BOOST_CHECK_EXCEPTION(
+        write_hf_checkpoint(kWork + "/refused", weights, -1), Error, [&](const Error& e) {
+          return std::string(e.what()).find("design " + design.name) != std::string::npos;
+        });
   }
 }
 

@@ -4,12 +4,13 @@
 // fp16 files, a sharded index — and configs with unsupported fields are refused by name.
 #define BOOST_TEST_MODULE hf_checkpoint
 #define BOOST_TEST_DYN_LINK
+#include "io/hf_checkpoint.hpp"
+
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
-#include "io/hf_checkpoint.hpp"
 #include "model/model.hpp"
 #include "support/h5_tensors.hpp"
 

@@ -1,0 +1,8 @@
+# io area: `depthbench export` and `--hf` end to end on a tiny trained run (h5py and an
+# HF-style PyTorch model read the exports; transformers/safetensors are used when installed).
+if(TARGET depthbench AND SYSTEM_PYTHON)
+  add_test(NAME io.export_command
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/export_command.sh $<TARGET_FILE:depthbench>
+                   ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/export_command)
+  set_tests_properties(io.export_command PROPERTIES LABELS "io;train" TIMEOUT 300)
+endif()
