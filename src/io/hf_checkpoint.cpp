@@ -48,7 +48,8 @@ const std::set<std::string> kInformationalFields = {
     "architectures",        "model_type",        "_name_or_path",     "bos_token_id",
     "eos_token_id",         "pad_token_id",      "torch_dtype",       "dtype",
     "transformers_version", "initializer_range", "attention_dropout", "use_cache",
-    "pretraining_tp"};  // tensor-parallel slicing of the same products
+    "pretraining_tp",    // tensor-parallel slicing of the same products
+    "is_llama_config"};  // nanotron's marker (SmolLM)
 
 // Fields of mixture-of-experts configs, refused with that reason.
 const std::set<std::string> kMoeFields = {"num_experts",
@@ -270,6 +271,7 @@ ModelConfig model_from_hf_config(const JsonValue& config, const std::string& sou
   context = r.integer("max_position_embeddings", 2048);
   r.require("hidden_act", {"\"silu\""}, "SwiGLU uses SiLU");
   r.require("attention_bias", {"false"}, "biases");
+  r.require("rope_interleaved", {"false"}, "RoPE pairs (i, i + head_dim/2), as rotate_half");
   r.require("mlp_bias", {"false"}, "biases");
   r.require("use_sliding_window", {"false"}, "sliding-window attention");
   const JsonValue* window = r.take("sliding_window");

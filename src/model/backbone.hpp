@@ -9,20 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.hpp"
 #include "model/model_config.hpp"
 #include "model/parameters.hpp"
-#include "ops/cpu/rope.hpp"
+#include "ops/ops.hpp"
 
 namespace db {
 
 // What a norm's forward keeps for its backward.
 template <class T>
 struct NormCache {
-  std::vector<T> x, mean, rstd;
+  Buffer<T> x, mean, rstd;
 };
 
-// Receives the tensors a forward pass produces, for the diagnostics. Pointers are valid only
-// during the call. `width` is d (or n·d for multi-stream designs).
+// Receives the tensors a forward pass produces, for the diagnostics. Pointers are host memory
+// (copied there from a GPU), valid only during the call. `width` is d (or n·d for multi-stream
+// designs).
 template <class T>
 struct ForwardObserver {
   // Sublayer k (attention of block i = 2i, FFN = 2i+1): its input (after any norm the design
@@ -35,12 +37,15 @@ struct ForwardObserver {
 template <class T>
 class Backbone {
  public:
-  Backbone(const ModelConfig& config, const ParameterLayout& layout, ParameterStore<T>& params);
+  Backbone(const ModelConfig& config, const ParameterLayout& layout, ParameterStore<T>& params,
+           Ops<T>& ops);
 
   // Declares the backbone's own parameters (embedding, head, final norm, block matrices).
   static void declare(ParameterLayout& layout, const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }
+  // The backend every design computes through.
+  Ops<T>& ops() { return ops_; }
   int d() const { return config_.d_model; }
   int n_layer() const { return config_.n_layer; }
   int64_t rows() const { return batch_ * seq_len_; }
@@ -65,7 +70,7 @@ class Backbone {
   void attention_forward(int p, const T* x, T* y);
   void attention_backward(int p, const T* dy, T* dx);  // dx overwritten, weight grads added
   // The attention core in stages, for designs that replace its softmax (MoDA):
-  // attention_forward = attention_project → cpu::attention_forward → attention_output.
+  // attention_forward = attention_project → ops().attention_forward → attention_output.
   // attention_project fills q, k (after QK-norm and RoPE) and v of attention_cache(p) and sizes
   // o and lse; k_unrotated (optional, [rows, H_kv·hd]) receives k after QK-norm, before RoPE.
   void attention_project(int p, const T* x, T* k_unrotated = nullptr);
@@ -94,25 +99,30 @@ class Backbone {
 
   // Attention internals of position p, for designs that extend attention (MoDA).
   struct AttentionCache {
-    std::vector<T> x, q, k, v, o, lse, q_pre_norm, k_pre_norm, q_rstd, k_rstd;
+    Buffer<T> x, q, k, v, o, lse, q_pre_norm, k_pre_norm, q_rstd, k_rstd;
   };
   AttentionCache& attention_cache(int p) { return attention_[p]; }
-  const cpu::RopeTable& rope() const { return rope_; }
+  // RoPE at this batch's positions on x [rows, heads, head_dim]; inverse for the backward.
+  void rope(T* x, int heads, bool inverse);
 
  private:
   struct FfnCache {
-    std::vector<T> x, a, b, h;
+    Buffer<T> x, a, b, h;
   };
+  // Hands a tensor to an observer in host memory.
+  const T* host_view(const T* data, int64_t count);
+
   const ModelConfig config_;
   const ParameterLayout& layout_;
   ParameterStore<T>& params_;
+  Ops<T>& ops_;
   std::vector<int> schedule_;
   int64_t batch_ = 0;
   int seq_len_ = 0;
-  cpu::RopeTable rope_;
   std::vector<AttentionCache> attention_;
   std::vector<FfnCache> ffn_;
-  std::vector<T> scratch_a_, scratch_b_, scratch_c_;
+  Buffer<T> scratch_a_, scratch_b_, scratch_c_, dq_, dk_, dv_;
+  std::vector<T> observed_[2];  // host copies for the observers
 };
 
 }  // namespace db

@@ -1,10 +1,14 @@
 // A whole language model: embedding → residual design (blocks, readout) → LM head and
-// cross-entropy (spec §0). The same class runs in float (training) and double (gradient checks).
+// cross-entropy (spec §0). The same class runs on every backend: the CPU in float (training)
+// and double (gradient checks), the GPU in float. Parameters, activations and caches live in
+// the backend's memory; the methods take and return host data.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/backend.hpp"
+#include "core/buffer.hpp"
 #include "model/backbone.hpp"
 #include "model/model_config.hpp"
 #include "model/parameters.hpp"
@@ -23,19 +27,22 @@ double flops_per_token(const ModelConfig& config, int seq_len);
 template <class T>
 class Model {
  public:
-  explicit Model(const ModelConfig& config);
+  explicit Model(const ModelConfig& config, Backend backend = Backend::cpu);
+  ~Model();
 
   const ModelConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return *layout_; }
   ParameterStore<T>& params() { return *params_; }
   Backbone<T>& backbone() { return *backbone_; }
   ResidualDesign<T>& design() { return *design_; }
+  Ops<T>& ops() { return *ops_; }
+  MemorySpace space() const { return ops_->space(); }
   // The LM head's parameter: `lm_head`, or `embed` when the embeddings are tied.
   int head_id() const { return head_id_; }
 
   void initialize(uint64_t seed) { params_->initialize(seed); }
 
-  // tokens: [batch, seq_len] windows. The loss covers positions 0..T−2 of each window
+  // tokens (host): [batch, seq_len] windows. The loss covers positions 0..T−2 of each window
   // (predicting tokens 1..T−1). Returns the summed loss; adds the gradients of
   // grad_scale · summed loss to the parameter gradients.
   double forward_backward(const int32_t* tokens, int64_t batch, int seq_len, double grad_scale);
@@ -44,10 +51,8 @@ class Model {
   // Next-token loss of every position of the last forward (0 at the last position of each
   // window, which has no target), from its cached features: per-token losses for evaluation.
   void last_position_losses(std::vector<double>& out) const;
-  // Logits [batch·seq_len, V].
+  // Logits [batch·seq_len, V], into host memory.
   void logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out);
-  // Gradient of the last forward_backward with respect to the embedding output x0 [rows, d].
-  const std::vector<T>& input_gradient() const { return dx0_; }
 
   static int64_t targets_per_window(int seq_len) { return seq_len - 1; }
 
@@ -55,13 +60,15 @@ class Model {
   void forward_features(const int32_t* tokens, int64_t batch, int seq_len);
 
   ModelConfig config_;
+  std::unique_ptr<Ops<T>> ops_;
   std::unique_ptr<ParameterLayout> layout_;
   int head_id_;
   std::unique_ptr<ParameterStore<T>> params_;
   std::unique_ptr<Backbone<T>> backbone_;
   std::unique_ptr<ResidualDesign<T>> design_;
-  std::vector<T> x0_, features_, dfeatures_, dx0_;
-  std::vector<int32_t> tokens_, targets_;
+  Buffer<T> x0_, features_, dfeatures_, dx0_;
+  Buffer<int32_t> tokens_, targets_;
+  int64_t rows_ = 0;
 };
 
 }  // namespace db

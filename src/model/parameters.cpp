@@ -76,8 +76,9 @@ int64_t ParameterLayout::count_with_prefix(const std::string& prefix) const {
 
 template <class T>
 void ParameterStore<T>::initialize(uint64_t seed) {
+  std::vector<T> host(layout_->total_size());
   for (const ParameterSpec& s : layout_->specs()) {
-    T* v = values_.data() + s.offset;
+    T* v = host.data() + s.offset;
     if (s.init_std > 0) {
       Rng rng(seed, s.name);
       for (int64_t i = 0; i < s.size(); ++i) v[i] = T(rng.truncated_normal(s.init_std));
@@ -87,12 +88,23 @@ void ParameterStore<T>::initialize(uint64_t seed) {
       std::fill(v, v + s.size(), T(s.init_value));
     }
   }
+  copy_values_from_host(host);
   zero_grads();
 }
 
 template <class T>
-void ParameterStore<T>::zero_grads() {
-  std::fill(grads_.begin(), grads_.end(), T(0));
+void ParameterStore<T>::copy_values_from_host(std::span<const T> host) {
+  DB_REQUIRE(int64_t(host.size()) == layout_->total_size(),
+             "parameter vector of " + std::to_string(host.size()) + " values for a model of " +
+                 std::to_string(layout_->total_size()));
+  memory::copy(values_.data(), values_.space(), host.data(), MemorySpace::host,
+               host.size() * sizeof(T));
+}
+
+template <class T>
+std::span<T> ParameterStore<T>::host_span(Buffer<T>& b) {
+  DB_REQUIRE(b.on_host(), "parameters live on the GPU: copy them to the host first");
+  return {b.data(), b.size()};
 }
 
 template class ParameterStore<float>;

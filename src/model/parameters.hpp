@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/buffer.hpp"
+
 namespace db {
 
 struct ParameterSpec {
@@ -51,6 +53,9 @@ class ParameterLayout {
   int64_t total_ = 0;
 };
 
+// Values and gradients live in the memory space current at construction (core/memory.hpp):
+// host for the CPU backend, the GPU for CUDA. values()/grads() give host spans and are only
+// valid on the host; copy_values_* move all values across spaces (checkpoints, weight files).
 template <class T>
 class ParameterStore {
  public:
@@ -59,19 +64,25 @@ class ParameterStore {
 
   // Draws every parameter from its own random stream keyed by (seed, name).
   void initialize(uint64_t seed);
-  void zero_grads();
+  void zero_grads() { grads_.zero(); }
 
   T* value(int id) { return values_.data() + layout_->spec(id).offset; }
   const T* value(int id) const { return values_.data() + layout_->spec(id).offset; }
   T* grad(int id) { return grads_.data() + layout_->spec(id).offset; }
-  std::span<T> values() { return values_; }
-  std::span<T> grads() { return grads_; }
-  std::span<const T> values() const { return values_; }
+  std::span<T> values() { return host_span(values_); }
+  std::span<T> grads() { return host_span(grads_); }
+  std::span<const T> values() const { return host_span(const_cast<Buffer<T>&>(values_)); }
+  Buffer<T>& value_buffer() { return values_; }
+  Buffer<T>& grad_buffer() { return grads_; }
+  // All values to / from host memory, in any space.
+  std::vector<T> values_to_host() const { return values_.to_host(); }
+  void copy_values_from_host(std::span<const T> host);
   const ParameterLayout& layout() const { return *layout_; }
 
  private:
+  static std::span<T> host_span(Buffer<T>& b);
   const ParameterLayout* layout_;
-  std::vector<T> values_, grads_;
+  Buffer<T> values_, grads_;
 };
 
 }  // namespace db

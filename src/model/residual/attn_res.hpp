@@ -1,6 +1,6 @@
 // Attention Residuals (spec §9 Full, §10 Block; arXiv 2603.15031), shared by attnres_full.cpp
 // (S = 1) and attnres_block.cpp. There is no running residual stream: sublayer l reads
-//   h_l = Σ_i softmax_i(w_l · RMSNorm_l(v_i)) · v_i      (ops/cpu/depth_softmax.hpp)
+//   h_l = Σ_i softmax_i(w_l · RMSNorm_l(v_i)) · v_i      (Ops::depth_softmax_forward)
 // over its sources, and y_l = F_l(N_l(h_l)). Sources of a consumer = [embedding, completed
 // group sums..., current partial sum (only when non-empty)], groups being runs of S consecutive
 // sublayers from sublayer 0 (S = 1: the raw sublayer outputs, i.e. Full AttnRes). Sublayer 0
@@ -28,7 +28,6 @@
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
-#include "ops/cpu/depth_softmax.hpp"
 
 namespace db {
 
@@ -58,14 +57,14 @@ class AttnResidual : public ResidualDesign<T> {
     const int64_t rows = net.rows(), d = net.d(), count = rows * d;
     const int L = net.n_layer();
     const int groups = (K_ + S_ - 1) / S_;
-    emb_.assign(x0, x0 + count);
+    emb_.assign(x0, count);
     mixes_.assign(K_ + 1, Mix{});
     ran_.assign(K_, false);
     group_sum_.assign(groups, {});
     pre_norm_.resize(K_);
     u_.resize(count);
     y_.resize(count);
-    partial_.assign(count, T(0));
+    partial_.assign_zeros(count);
     partial_members_ = 0;
     for (int p = 0; p < L; ++p) {
       const int c = 2 * p;
@@ -102,10 +101,10 @@ class AttnResidual : public ResidualDesign<T> {
     const int64_t rows = net.rows(), d = net.d(), count = rows * d;
     const int L = net.n_layer();
     const int groups = (K_ + S_ - 1) / S_;
-    demb_.assign(count, T(0));
-    dh_.assign(K_ + 1, std::vector<T>(count, T(0)));
-    dgroup_.assign(groups, std::vector<T>(count, T(0)));
-    dpartial_.assign(S_ > 1 ? groups : 0, std::vector<T>(count, T(0)));
+    demb_.assign_zeros(count);
+    zeroed(dh_, K_ + 1, count);
+    zeroed(dgroup_, groups, count);
+    zeroed(dpartial_, S_ > 1 ? groups : 0, count);
     dy_.resize(count);
     net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dh_[K_].data(), final_norm_,
                          rows, int(d));
@@ -118,7 +117,7 @@ class AttnResidual : public ResidualDesign<T> {
       }
       consumer_backward(net, 2 * p);
     }
-    std::copy(demb_.begin(), demb_.end(), dx0);
+    net.ops().copy(dx0, demb_.data(), count);
   }
 
   // [sources × consumers] as ResidualDesign documents: the depth-softmax weight each consumer
@@ -143,9 +142,10 @@ class AttnResidual : public ResidualDesign<T> {
       } else if (m.kind == Mix::kMix) {
         const int sources = int(m.refs.size());
         const int64_t rows = int64_t(m.weights.size()) / sources;
+        const std::vector<T> weights = m.weights.to_host();
         for (int i = 0; i < sources; ++i) {
           double mean = 0;
-          for (int64_t r = 0; r < rows; ++r) mean += m.weights[r * sources + i];
+          for (int64_t r = 0; r < rows; ++r) mean += weights[r * sources + i];
           mean /= double(rows);
           const Ref& ref = m.refs[i];
           if (ref.kind == Ref::kEmbedding) {
@@ -187,8 +187,8 @@ class AttnResidual : public ResidualDesign<T> {
     int copy_of = -1;
     int query = -1, key_norm = -1;
     std::vector<Ref> refs;
-    std::vector<T> partial;  // snapshot of the partial sum this mix read
-    std::vector<T> h, weights, rstd;
+    Buffer<T> partial;  // snapshot of the partial sum this mix read
+    Buffer<T> h, weights, rstd;
   };
 
   // Query id of the mixer that produces the output boundary of the block at position p.
@@ -197,6 +197,12 @@ class AttnResidual : public ResidualDesign<T> {
     if (j + 1 < net.n_layer())
       return net.layout().id("blocks." + std::to_string(j + 1) + ".attn_res.query");
     return net.layout().id("readout_res.query");
+  }
+
+  // `count` buffers of `size` zeros.
+  static void zeroed(std::vector<Buffer<T>>& buffers, int count, int64_t size) {
+    buffers.resize(count);
+    for (Buffer<T>& b : buffers) b.assign_zeros(size);
   }
 
   void copy_boundary(int c, int from) {
@@ -233,9 +239,9 @@ class AttnResidual : public ResidualDesign<T> {
     m.h.resize(rows * net.d());
     m.weights.resize(rows * sources);
     m.rstd.resize(rows * sources);
-    cpu::depth_softmax_forward(m.h.data(), m.weights.data(), m.rstd.data(), values.data(),
-                               net.value(m.query), net.value(m.key_norm),
-                               {rows, net.d(), sources, net.config().norm_eps});
+    net.ops().depth_softmax_forward(m.h.data(), m.weights.data(), m.rstd.data(), values.data(),
+                                    net.value(m.query), net.value(m.key_norm),
+                                    {rows, net.d(), sources, net.config().norm_eps});
   }
 
   void run_sublayer(Backbone<T>& net, int p, bool ffn) {
@@ -249,7 +255,7 @@ class AttnResidual : public ResidualDesign<T> {
     else
       net.attention_forward(p, u_.data(), y_.data());
     net.observe_sublayer(k, u_.data(), y_.data());
-    add_into(partial_.data(), y_.data(), count);  // the raw output joins the partial sum
+    add_into(net.ops(), partial_.data(), y_.data(), count);  // the raw output joins the partial sum
     ++partial_members_;
   }
 
@@ -257,7 +263,7 @@ class AttnResidual : public ResidualDesign<T> {
   void close_group(int k, int64_t count) {
     if ((k + 1) % S_ != 0) return;
     if (partial_members_ > 0) group_sum_[k / S_] = partial_;
-    partial_.assign(count, T(0));
+    partial_.assign_zeros(count);
     partial_members_ = 0;
   }
 
@@ -265,8 +271,8 @@ class AttnResidual : public ResidualDesign<T> {
     const int k = 2 * p + ffn, g = k / S_;
     const int64_t count = net.rows() * net.d();
     // y_k reaches later consumers through its group's sum and through partial sums.
-    std::copy(dgroup_[g].begin(), dgroup_[g].end(), dy_.begin());
-    if (!dpartial_.empty()) add_into(dy_.data(), dpartial_[g].data(), count);
+    net.ops().copy(dy_.data(), dgroup_[g].data(), count);
+    if (!dpartial_.empty()) add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
     if (ffn)
       net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
     else
@@ -279,9 +285,9 @@ class AttnResidual : public ResidualDesign<T> {
   void consumer_backward(Backbone<T>& net, int c) {
     Mix& m = mixes_[c];
     if (m.kind == Mix::kEmbedding) {
-      add_into(demb_.data(), dh_[c].data(), int64_t(demb_.size()));
+      add_into(net.ops(), demb_.data(), dh_[c].data(), int64_t(demb_.size()));
     } else if (m.kind == Mix::kCopy) {
-      add_into(dh_[m.copy_of].data(), dh_[c].data(), int64_t(demb_.size()));
+      add_into(net.ops(), dh_[m.copy_of].data(), dh_[c].data(), int64_t(demb_.size()));
     } else if (m.kind == Mix::kMix) {
       const int sources = int(m.refs.size());
       std::vector<const T*> values(sources);
@@ -293,22 +299,22 @@ class AttnResidual : public ResidualDesign<T> {
                    : r.kind == Ref::kGroup   ? dgroup_[r.group].data()
                                              : dpartial_[r.group].data();
       }
-      cpu::depth_softmax_backward(grads.data(), net.grad(m.query), net.grad(m.key_norm),
-                                  dh_[c].data(), values.data(), m.weights.data(), m.rstd.data(),
-                                  net.value(m.query), net.value(m.key_norm),
-                                  {net.rows(), net.d(), sources, net.config().norm_eps});
+      net.ops().depth_softmax_backward(grads.data(), net.grad(m.query), net.grad(m.key_norm),
+                                       dh_[c].data(), values.data(), m.weights.data(),
+                                       m.rstd.data(), net.value(m.query), net.value(m.key_norm),
+                                       {net.rows(), net.d(), sources, net.config().norm_eps});
     }
   }
 
   const int S_, K_;
   std::vector<Mix> mixes_;  // consumers 0..2L−1 (sublayer inputs), 2L = readout
   std::vector<bool> ran_;
-  std::vector<std::vector<T>> group_sum_;  // by position group; empty if none completed
-  std::vector<T> emb_, partial_, u_, y_, dy_, demb_;
+  std::vector<Buffer<T>> group_sum_;  // by position group; empty if none completed
+  Buffer<T> emb_, partial_, u_, y_, dy_, demb_;
   int partial_members_ = 0;
   std::vector<NormCache<T>> pre_norm_;
   NormCache<T> final_norm_;
-  std::vector<std::vector<T>> dh_, dgroup_, dpartial_;
+  std::vector<Buffer<T>> dh_, dgroup_, dpartial_;
 };
 
 }  // namespace db

@@ -7,13 +7,13 @@
 // sum_then_norm = N_final(Σ_s H[s]) (HC paper). Names and layouts: doc/parameters.md.
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/stream_mixing.hpp"
 #include "model/residual/stream_readout.hpp"
-#include "ops/cpu/gemm.hpp"
 
 namespace db {
 namespace {
@@ -71,7 +71,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   void forward(Backbone<T>& net, const T* x0, T* features) override {
     const int64_t rows = net.rows(), d = net.d(), n = n_;
     state_.resize(rows * n * d);
-    copy_to_streams(x0, rows, int(n), int(d), state_.data());
+    net.ops().broadcast_streams(state_.data(), x0, rows, int(n), int(d));
     ran_.assign(subs_.size(), false);
     rows_ = rows;
     net.observe_depth_state(0, state_.data(), int(n * d));
@@ -95,7 +95,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       sublayer_backward(net, p, true);
       sublayer_backward(net, p, false);
     }
-    sum_streams(dstate_.data(), rows, int(n), int(d), dx0);
+    net.ops().sum_streams(dx0, dstate_.data(), T(1), rows, int(n), int(d));
   }
 
   // Per token, the input weights a_k = α[:,0], maps M_k = A_kᵀ and output weights b_k = β of
@@ -121,7 +121,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
  private:
   struct Sublayer {
     NormCache<T> stream_norm, pre_norm;  // stream_norm.x keeps the input state H
-    std::vector<T> hn, ta, tb, alpha, beta, u, y;
+    Buffer<T> hn, ta, tb, alpha, beta, u, y;
   };
 
   struct Ids {
@@ -136,9 +136,14 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
         net.block_param(p, s + "norm"),         net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
   }
 
+  // α [rows, n, n+1]: column 0 weighs the streams into the sublayer input, column 1 + i the
+  // streams into output stream i, so M(r, i, j) = α[r, j, 1 + i] (ops.hpp StreamMapLayout).
+  StreamMapLayout alpha_map() const { return {int64_t(n_) * (n_ + 1), 1, n_ + 1, 1}; }
+
   void sublayer_forward(Backbone<T>& net, int p, bool ffn) {
     const int k = 2 * p + ffn, n = n_, n1 = n_ + 1, d = net.d();
     const int64_t rows = net.rows(), R = rows * n;
+    Ops<T>& ops = net.ops();
     ran_[k] = true;
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
@@ -150,33 +155,15 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
     c.u.resize(rows * d);
     c.y.resize(rows * d);
     net.rmsnorm_forward(id.norm, state_.data(), c.hn.data(), c.stream_norm, R, d);
-    cpu::gemm(false, false, int(R), n1, d, T(1), c.hn.data(), d, net.value(id.w_alpha), n1, T(0),
-              c.ta.data(), n1);
-    cpu::gemm(false, false, int(R), 1, d, T(1), c.hn.data(), d, net.value(id.w_beta), 1, T(0),
-              c.tb.data(), 1);
-    const T* sa = net.value(id.static_alpha);
-    const T* sb = net.value(id.static_beta);
-    const T s_alpha = *net.value(id.s_alpha), s_beta = *net.value(id.s_beta);
-    for (int64_t i = 0; i < R * n1; ++i) {
-      c.ta[i] = std::tanh(c.ta[i]);
-      c.alpha[i] = sa[i % (n * n1)] + s_alpha * c.ta[i];
-    }
-    for (int64_t i = 0; i < R; ++i) {
-      c.tb[i] = std::tanh(c.tb[i]);
-      c.beta[i] = sb[i % n] + s_beta * c.tb[i];
-    }
+    ops.gemm(false, false, int(R), n1, d, T(1), c.hn.data(), d, net.value(id.w_alpha), n1, T(0),
+             c.ta.data(), n1);
+    ops.gemm(false, false, int(R), 1, d, T(1), c.hn.data(), d, net.value(id.w_beta), 1, T(0),
+             c.tb.data(), 1);
+    ops.hc_coefficients(c.alpha.data(), c.beta.data(), c.ta.data(), c.tb.data(),
+                        net.value(id.static_alpha), net.value(id.static_beta),
+                        net.value(id.s_alpha), net.value(id.s_beta), rows, n);
     // x_in = Σ_s α[s,0]·H[s] (into y as scratch), then the sublayer's own pre-norm.
-    const T* H = state_.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      T* x = &c.y[r * d];
-      std::fill(x, x + d, T(0));
-      for (int s = 0; s < n; ++s) {
-        const T a = c.alpha[(r * n + s) * n1];
-        const T* h = H + (r * n + s) * d;
-        for (int j = 0; j < d; ++j) x[j] += a * h[j];
-      }
-    }
+    ops.combine_streams(c.y.data(), state_.data(), c.alpha.data(), n1, rows, n, d);
     net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
@@ -184,104 +171,52 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       net.attention_forward(p, c.u.data(), c.y.data());
     net.observe_sublayer(k, c.u.data(), c.y.data());
     // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
-    const T* Hin = c.stream_norm.x.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int j = 0; j < n; ++j) {
-        T* out = &state_[(r * n + j) * d];
-        const T b = c.beta[r * n + j];
-        const T* y = &c.y[r * d];
-        for (int e = 0; e < d; ++e) out[e] = b * y[e];
-        for (int s = 0; s < n; ++s) {
-          const T a = c.alpha[(r * n + s) * n1 + 1 + j];
-          const T* h = Hin + (r * n + s) * d;
-          for (int e = 0; e < d; ++e) out[e] += a * h[e];
-        }
-      }
+    ops.mix_streams(state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
+                    c.alpha.data(), alpha_map(), rows, n, d);
   }
 
   // dstate_ holds ∂/∂H' on entry and ∂/∂H on exit.
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
     const int k = 2 * p + ffn, n = n_, n1 = n_ + 1, d = net.d();
     const int64_t rows = net.rows(), R = rows * n;
+    Ops<T>& ops = net.ops();
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
     const T* H = c.stream_norm.x.data();
-    std::vector<T> dalpha(R * n1), dbeta(R), dy(rows * d), dx(rows * d), dH(R * d);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* y = &c.y[r * d];
-      T* dyr = &dy[r * d];
-      std::fill(dyr, dyr + d, T(0));
-      for (int j = 0; j < n; ++j) {
-        const T* g = &dstate_[(r * n + j) * d];
-        double dot = 0;
-        for (int e = 0; e < d; ++e) dot += double(g[e]) * y[e], dyr[e] += c.beta[r * n + j] * g[e];
-        dbeta[r * n + j] = T(dot);
-      }
-      for (int s = 0; s < n; ++s) {
-        const T* h = H + (r * n + s) * d;
-        T* dh = &dH[(r * n + s) * d];
-        std::fill(dh, dh + d, T(0));
-        for (int j = 0; j < n; ++j) {
-          const T* g = &dstate_[(r * n + j) * d];
-          const T a = c.alpha[(r * n + s) * n1 + 1 + j];
-          double dot = 0;
-          for (int e = 0; e < d; ++e) dot += double(g[e]) * h[e], dh[e] += a * g[e];
-          dalpha[(r * n + s) * n1 + 1 + j] = T(dot);
-        }
-      }
-    }
+    dalpha_.resize(R * n1);
+    dbeta_.resize(R);
+    dy_.resize(rows * d);
+    dx_.resize(rows * d);
+    dH_.resize(R * d);
+    ops.mix_streams_backward(dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(), dstate_.data(),
+                             H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(), rows, n, d);
     if (ffn)
-      net.ffn_backward(p, dy.data(), c.u.data());  // u reused as du
+      net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
     else
-      net.attention_backward(p, dy.data(), c.u.data());
-    net.rmsnorm_backward(id.gain, c.u.data(), dx.data(), c.pre_norm, rows, d);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s) {
-        const T* h = H + (r * n + s) * d;
-        T* dh = &dH[(r * n + s) * d];
-        const T* g = &dx[r * d];
-        const T a = c.alpha[(r * n + s) * n1];
-        double dot = 0;
-        for (int e = 0; e < d; ++e) dot += double(g[e]) * h[e], dh[e] += a * g[e];
-        dalpha[(r * n + s) * n1] = T(dot);
-      }
+      net.attention_backward(p, dy_.data(), c.u.data());
+    net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
+    ops.combine_streams_backward(dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(), n1,
+                                 rows, n, d);
     // α = static + s_α·tanh(z_α): static, scale and pre-activation gradients.
-    T* dsa = net.grad(id.static_alpha);
-    T* dsb = net.grad(id.static_beta);
-    const T s_alpha = *net.value(id.s_alpha), s_beta = *net.value(id.s_beta);
-    std::vector<double> dsa_sum(n * n1, 0.0), dsb_sum(n, 0.0);
-    double ds_alpha = 0, ds_beta = 0;
-    std::vector<T> dza(R * n1), dzb(R);
-    for (int64_t i = 0; i < R * n1; ++i) {
-      dsa_sum[i % (n * n1)] += dalpha[i];
-      ds_alpha += double(dalpha[i]) * c.ta[i];
-      dza[i] = dalpha[i] * s_alpha * (1 - c.ta[i] * c.ta[i]);
-    }
-    for (int64_t i = 0; i < R; ++i) {
-      dsb_sum[i % n] += dbeta[i];
-      ds_beta += double(dbeta[i]) * c.tb[i];
-      dzb[i] = dbeta[i] * s_beta * (1 - c.tb[i] * c.tb[i]);
-    }
-    for (int i = 0; i < n * n1; ++i) dsa[i] += T(dsa_sum[i]);
-    for (int i = 0; i < n; ++i) dsb[i] += T(dsb_sum[i]);
-    *net.grad(id.s_alpha) += T(ds_alpha);
-    *net.grad(id.s_beta) += T(ds_beta);
+    dza_.resize(R * n1);
+    dzb_.resize(R);
+    ops.hc_coefficients_backward(dza_.data(), dzb_.data(), net.grad(id.static_alpha),
+                                 net.grad(id.static_beta), net.grad(id.s_alpha),
+                                 net.grad(id.s_beta), dalpha_.data(), dbeta_.data(), c.ta.data(),
+                                 c.tb.data(), net.value(id.s_alpha), net.value(id.s_beta), rows, n);
     // z = Hn·W: dHn = dz·Wᵀ, dW += Hnᵀ·dz; then the per-stream norm back into dH.
-    std::vector<T>& dhn = c.hn;  // Hn is last needed below, so compute dW first
-    cpu::gemm(true, false, d, n1, int(R), T(1), c.hn.data(), d, dza.data(), n1, T(1),
-              net.grad(id.w_alpha), n1);
-    cpu::gemm(true, false, d, 1, int(R), T(1), c.hn.data(), d, dzb.data(), 1, T(1),
-              net.grad(id.w_beta), 1);
-    cpu::gemm(false, true, int(R), d, n1, T(1), dza.data(), n1, net.value(id.w_alpha), n1, T(0),
-              dhn.data(), d);
-    cpu::gemm(false, true, int(R), d, 1, T(1), dzb.data(), 1, net.value(id.w_beta), 1, T(1),
-              dhn.data(), d);
-    net.rmsnorm_backward(id.norm, dhn.data(), dH.data(), c.stream_norm, R, d,
+    Buffer<T>& dhn = c.hn;  // Hn is last needed below, so compute dW first
+    ops.gemm(true, false, d, n1, int(R), T(1), c.hn.data(), d, dza_.data(), n1, T(1),
+             net.grad(id.w_alpha), n1);
+    ops.gemm(true, false, d, 1, int(R), T(1), c.hn.data(), d, dzb_.data(), 1, T(1),
+             net.grad(id.w_beta), 1);
+    ops.gemm(false, true, int(R), d, n1, T(1), dza_.data(), n1, net.value(id.w_alpha), n1, T(0),
+             dhn.data(), d);
+    ops.gemm(false, true, int(R), d, 1, T(1), dzb_.data(), 1, net.value(id.w_beta), 1, T(1),
+             dhn.data(), d);
+    net.rmsnorm_backward(id.norm, dhn.data(), dH_.data(), c.stream_norm, R, d,
                          /*accumulate_dx=*/true);
-    dstate_.swap(dH);
+    dstate_.swap(dH_);
   }
 
   StreamReadout readout_mode() const {
@@ -291,14 +226,18 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   // Maps M_k = A_kᵀ (identity for skipped sublayers) and optionally a_k, b_k per token.
   StreamMixing collect(int64_t rows, std::vector<double>* in, std::vector<double>* out) const {
     const int n = n_, n1 = n_ + 1;
+    std::vector<std::vector<T>> host_alpha(subs_.size()), host_beta(subs_.size());
+    for (size_t k = 0; k < ran_.size(); ++k)  // empty before the first forward
+      if (ran_[k]) host_alpha[k] = subs_[k].alpha.to_host(), host_beta[k] = subs_[k].beta.to_host();
     return gather_stream_maps(n, int(subs_.size()), rows, ran_, in, out,
                               [&](int k, int64_t t, double* map, double* a, double* b) {
-                                const Sublayer& c = subs_[k];
+                                const std::vector<T>& alphas = host_alpha[k];
+                                const std::vector<T>& betas = host_beta[k];
                                 for (int s = 0; s < n; ++s) {
-                                  const T* alpha = &c.alpha[(t * n + s) * n1];
+                                  const T* alpha = &alphas[(t * n + s) * n1];
                                   for (int j = 0; j < n; ++j) map[j * n + s] = alpha[1 + j];
                                   if (a) a[s] = alpha[0];
-                                  if (b) b[s] = c.beta[t * n + s];
+                                  if (b) b[s] = betas[t * n + s];
                                 }
                               });
   }
@@ -309,7 +248,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   std::vector<bool> ran_;
   int64_t rows_ = 0;
   NormCache<T> final_norm_;
-  std::vector<T> state_, dstate_;
+  Buffer<T> state_, dstate_, dalpha_, dbeta_, dy_, dx_, dH_, dza_, dzb_;
 };
 
 }  // namespace

@@ -12,8 +12,6 @@
 #include "model/residual/stream.hpp"
 #include "model/residual/stream_mixing.hpp"
 #include "model/residual/stream_readout.hpp"
-#include "ops/cpu/gemm.hpp"
-#include "ops/cpu/sinkhorn.hpp"
 
 namespace db {
 namespace {
@@ -35,11 +33,6 @@ MhcOptions mhc_options(const ModelConfig& c) {
   DB_REQUIRE(o.n >= 1, "mhc_streams must be ≥ 1");
   DB_REQUIRE(o.sinkhorn_iters >= 0, "mhc_sinkhorn_iters must be ≥ 0");
   return o;
-}
-
-template <class T>
-T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
 }
 
 template <class T>
@@ -78,7 +71,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
     rows_ = rows;
     state_.resize(rows * n * d);
-    copy_to_streams(x0, rows, int(n), int(d), state_.data());
+    net.ops().broadcast_streams(state_.data(), x0, rows, int(n), int(d));
     ran_.assign(subs_.size(), false);
     net.observe_depth_state(0, state_.data(), int(n * d));
     for (int p = 0; p < net.n_layer(); ++p) {
@@ -102,7 +95,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
       sublayer_backward(net, p, true);
       sublayer_backward(net, p, false);
     }
-    sum_streams(dstate_.data(), rows, int(n), int(d), dx0);
+    net.ops().sum_streams(dx0, dstate_.data(), T(1), rows, int(n), int(d));
   }
 
   // a_k = H_pre, M_k = H_res, b_k = H_post per token (stream_mixing.hpp); readout = mean.
@@ -125,7 +118,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
  private:
   struct Sublayer {
     NormCache<T> vec_norm, pre_norm;  // vec_norm.x keeps the input state X
-    std::vector<T> v, z, pre, post, res_logits, res, u, y;
+    Buffer<T> v, z, pre, post, res_logits, res, u, y;
   };
 
   struct Ids {
@@ -138,13 +131,17 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
             net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
   }
 
-  cpu::SinkhornShape sinkhorn_shape(int64_t rows) const {
+  SinkhornShape sinkhorn_shape(int64_t rows) const {
     return {rows, opt_.n, opt_.sinkhorn_iters, opt_.sinkhorn_eps};
   }
+
+  // H_res [rows, n, n]: M(r, i, j) = H_res[r, i, j] (ops.hpp StreamMapLayout).
+  StreamMapLayout res_map() const { return {int64_t(opt_.n) * opt_.n, opt_.n, 1, 0}; }
 
   void sublayer_forward(Backbone<T>& net, int p, bool ffn) {
     const int k = 2 * p + ffn, n = opt_.n, nn = n * n, m = nn + 2 * n, d = net.d(), nd = n * d;
     const int64_t rows = net.rows();
+    Ops<T>& ops = net.ops();
     ran_[k] = true;
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
@@ -157,140 +154,80 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     c.u.resize(rows * d);
     c.y.resize(rows * d);
     net.rmsnorm_forward(id.norm, state_.data(), c.v.data(), c.vec_norm, rows, nd);
-    cpu::gemm(false, false, int(rows), m, nd, T(1), c.v.data(), nd, net.value(id.phi), m, T(0),
-              c.z.data(), m);
-    const T* g = net.value(id.gates);
-    const T* b = net.value(id.bias);
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* z = &c.z[r * m];
-      for (int s = 0; s < n; ++s) {
-        c.pre[r * n + s] = sigmoid(T(g[0] * z[s] + b[s]));
-        c.post[r * n + s] = 2 * sigmoid(T(g[1] * z[n + s] + b[n + s]));
-      }
-      for (int e = 0; e < nn; ++e) c.res_logits[r * nn + e] = g[2] * z[2 * n + e] + b[2 * n + e];
-    }
-    cpu::sinkhorn_forward(c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
+    ops.gemm(false, false, int(rows), m, nd, T(1), c.v.data(), nd, net.value(id.phi), m, T(0),
+             c.z.data(), m);
+    ops.mhc_coefficients(c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
+                         net.value(id.gates), net.value(id.bias), rows, n);
+    ops.sinkhorn_forward(c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
     // x_in = Σ_s H_pre[s]·X[s] (into y as scratch), then the sublayer's own pre-norm.
     const T* X = c.vec_norm.x.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      T* x = &c.y[r * d];
-      std::fill(x, x + d, T(0));
-      for (int s = 0; s < n; ++s)
-        for (int e = 0; e < d; ++e) x[e] += c.pre[r * n + s] * X[(r * n + s) * d + e];
-    }
+    ops.combine_streams(c.y.data(), X, c.pre.data(), 1, rows, n, d);
     net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
     else
       net.attention_forward(p, c.u.data(), c.y.data());
     net.observe_sublayer(k, c.u.data(), c.y.data());
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int i = 0; i < n; ++i) {
-        T* out = &state_[(r * n + i) * d];
-        const T post = c.post[r * n + i];
-        for (int e = 0; e < d; ++e) out[e] = post * c.y[r * d + e];
-        for (int j = 0; j < n; ++j) {
-          const T h = c.res[r * nn + i * n + j];
-          const T* x = X + (r * n + j) * d;
-          for (int e = 0; e < d; ++e) out[e] += h * x[e];
-        }
-      }
+    // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y.
+    ops.mix_streams(state_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(), rows, n,
+                    d);
   }
 
   // dstate_ holds ∂/∂X' on entry and ∂/∂X on exit.
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
     const int k = 2 * p + ffn, n = opt_.n, nn = n * n, m = nn + 2 * n, d = net.d(), nd = n * d;
     const int64_t rows = net.rows();
+    Ops<T>& ops = net.ops();
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
     const T* X = c.vec_norm.x.data();
-    std::vector<T> dpre(rows * n), dpost(rows * n), dres(rows * nn), dy(rows * d), dx(rows * d),
-        dX(rows * nd);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      T* dyr = &dy[r * d];
-      std::fill(dyr, dyr + d, T(0));
-      std::fill(&dX[r * nd], &dX[(r + 1) * nd], T(0));
-      for (int i = 0; i < n; ++i) {
-        const T* g = &dstate_[(r * n + i) * d];
-        double dot = 0;
-        for (int e = 0; e < d; ++e)
-          dot += double(g[e]) * c.y[r * d + e], dyr[e] += c.post[r * n + i] * g[e];
-        dpost[r * n + i] = T(dot);
-        for (int j = 0; j < n; ++j) {
-          const T* x = X + (r * n + j) * d;
-          T* dxj = &dX[(r * n + j) * d];
-          const T h = c.res[r * nn + i * n + j];
-          double dh = 0;
-          for (int e = 0; e < d; ++e) dh += double(g[e]) * x[e], dxj[e] += h * g[e];
-          dres[r * nn + i * n + j] = T(dh);
-        }
-      }
-    }
+    dpre_.resize(rows * n);
+    dpost_.resize(rows * n);
+    dres_.resize(rows * nn);
+    dy_.resize(rows * d);
+    dx_.resize(rows * d);
+    dX_.resize(rows * nd);
+    ops.mix_streams_backward(dy_.data(), dpost_.data(), dres_.data(), dX_.data(), dstate_.data(), X,
+                             c.y.data(), c.post.data(), c.res.data(), res_map(), rows, n, d);
     if (ffn)
-      net.ffn_backward(p, dy.data(), c.u.data());  // u reused as du
+      net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
     else
-      net.attention_backward(p, dy.data(), c.u.data());
-    net.rmsnorm_backward(id.gain, c.u.data(), dx.data(), c.pre_norm, rows, d);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int s = 0; s < n; ++s) {
-        const T* x = X + (r * n + s) * d;
-        T* dxs = &dX[(r * n + s) * d];
-        const T* g = &dx[r * d];
-        double dot = 0;
-        for (int e = 0; e < d; ++e) dot += double(g[e]) * x[e], dxs[e] += c.pre[r * n + s] * g[e];
-        dpre[r * n + s] = T(dot);
-      }
+      net.attention_backward(p, dy_.data(), c.u.data());
+    net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
+    ops.combine_streams_backward(dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1, rows, n,
+                                 d);
     // Coefficient logits → gates, biases and z.
-    std::vector<T> dres_logits(rows * nn), dz(rows * m);
-    cpu::sinkhorn_backward(dres_logits.data(), dres.data(), c.res_logits.data(),
-                           sinkhorn_shape(rows));
-    const T* g = net.value(id.gates);
-    double dgate[3] = {0, 0, 0};
-    std::vector<double> dbias(m, 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* z = &c.z[r * m];
-      T* dzr = &dz[r * m];
-      for (int s = 0; s < n; ++s) {
-        const T hp = c.pre[r * n + s], hq = c.post[r * n + s];
-        const T dl_pre = dpre[r * n + s] * hp * (1 - hp);
-        const T dl_post = dpost[r * n + s] * hq * (1 - hq / 2);  // d(2σ) = 2σ(1−σ)
-        dbias[s] += dl_pre, dgate[0] += double(dl_pre) * z[s], dzr[s] = g[0] * dl_pre;
-        dbias[n + s] += dl_post, dgate[1] += double(dl_post) * z[n + s],
-            dzr[n + s] = g[1] * dl_post;
-      }
-      for (int e = 0; e < nn; ++e) {
-        const T dl = dres_logits[r * nn + e];
-        dbias[2 * n + e] += dl, dgate[2] += double(dl) * z[2 * n + e], dzr[2 * n + e] = g[2] * dl;
-      }
-    }
-    T* dg = net.grad(id.gates);
-    T* db = net.grad(id.bias);
-    for (int i = 0; i < 3; ++i) dg[i] += T(dgate[i]);
-    for (int i = 0; i < m; ++i) db[i] += T(dbias[i]);
+    dres_logits_.resize(rows * nn);
+    dz_.resize(rows * m);
+    ops.sinkhorn_backward(dres_logits_.data(), dres_.data(), c.res_logits.data(),
+                          sinkhorn_shape(rows));
+    ops.mhc_coefficients_backward(dz_.data(), net.grad(id.gates), net.grad(id.bias), dpre_.data(),
+                                  dpost_.data(), dres_logits_.data(), c.z.data(), c.pre.data(),
+                                  c.post.data(), net.value(id.gates), rows, n);
     // z = v·φ: dφ += vᵀ·dz, dv = dz·φᵀ (into v, last needed here), then the n·d-wide norm.
-    cpu::gemm(true, false, nd, m, int(rows), T(1), c.v.data(), nd, dz.data(), m, T(1),
-              net.grad(id.phi), m);
-    cpu::gemm(false, true, int(rows), nd, m, T(1), dz.data(), m, net.value(id.phi), m, T(0),
-              c.v.data(), nd);
-    net.rmsnorm_backward(id.norm, c.v.data(), dX.data(), c.vec_norm, rows, nd,
+    ops.gemm(true, false, nd, m, int(rows), T(1), c.v.data(), nd, dz_.data(), m, T(1),
+             net.grad(id.phi), m);
+    ops.gemm(false, true, int(rows), nd, m, T(1), dz_.data(), m, net.value(id.phi), m, T(0),
+             c.v.data(), nd);
+    net.rmsnorm_backward(id.norm, c.v.data(), dX_.data(), c.vec_norm, rows, nd,
                          /*accumulate_dx=*/true);
-    dstate_.swap(dX);
+    dstate_.swap(dX_);
   }
 
   // Maps M_k = H_res,k (identity for skipped sublayers); optionally a_k = H_pre, b_k = H_post.
   StreamMixing collect(std::vector<double>* in, std::vector<double>* out) const {
     const int n = opt_.n, nn = n * n;
+    std::vector<std::vector<T>> res(subs_.size()), pre(subs_.size()), post(subs_.size());
+    for (size_t k = 0; k < ran_.size(); ++k)  // empty before the first forward
+      if (ran_[k])
+        res[k] = subs_[k].res.to_host(), pre[k] = subs_[k].pre.to_host(),
+        post[k] = subs_[k].post.to_host();
     return gather_stream_maps(n, int(subs_.size()), rows_, ran_, in, out,
                               [&](int k, int64_t t, double* map, double* a, double* b) {
-                                const Sublayer& c = subs_[k];
-                                for (int e = 0; e < nn; ++e) map[e] = c.res[t * nn + e];
+                                for (int e = 0; e < nn; ++e) map[e] = res[k][t * nn + e];
                                 for (int s = 0; s < n; ++s) {
-                                  if (a) a[s] = c.pre[t * n + s];
-                                  if (b) b[s] = c.post[t * n + s];
+                                  if (a) a[s] = pre[k][t * n + s];
+                                  if (b) b[s] = post[k][t * n + s];
                                 }
                               });
   }
@@ -300,7 +237,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
   std::vector<bool> ran_;
   int64_t rows_ = 0;
   NormCache<T> final_norm_;
-  std::vector<T> state_, dstate_;
+  Buffer<T> state_, dstate_, dpre_, dpost_, dres_, dy_, dx_, dX_, dres_logits_, dz_;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // §6 MoDA — Mixture-of-Depths Attention (arXiv 2603.15619; not token-routing MoD).
 // A Pre-LN stream whose attention in block l also attends, for the same token t, to "depth"
 // key/value entries of every earlier block m < l under one joint softmax with the causal
-// sequence keys (ops/cpu/moda_attention.hpp):
+// sequence keys (Ops::moda_attention_forward):
 //   slot 2m:   block m's own attention k (after QK-norm, before RoPE unless
 //              `moda_rope_depth_keys`) and v at position t;
 //   slot 2m+1: moda_wk_ffn_m·u_m(t), moda_wv_ffn_m·u_m(t), u_m = block m's normalised FFN input
@@ -18,9 +18,6 @@
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/sublayer.hpp"
-#include "ops/cpu/linear.hpp"
-#include "ops/cpu/moda_attention.hpp"
-#include "ops/cpu/rope.hpp"
 
 namespace db {
 namespace {
@@ -37,12 +34,12 @@ class ModaCore : public SublayerCore<T> {
   // Depth slots are filled by the forward; a skipped block's slots stay zero.
   void begin_forward(Backbone<T>& net) {
     const int64_t size = net.rows() * slots_ * kv_width(net);
-    depth_k_.assign(size, T(0));
-    depth_v_.assign(size, T(0));
+    depth_k_.assign_zeros(size);
+    depth_v_.assign_zeros(size);
   }
   void begin_backward() {
-    d_depth_k_.assign(depth_k_.size(), T(0));
-    d_depth_v_.assign(depth_v_.size(), T(0));
+    d_depth_k_.assign_zeros(depth_k_.size());
+    d_depth_v_.assign_zeros(depth_v_.size());
   }
 
   void forward(Backbone<T>& net, int p, bool ffn, const T* u, T* y) override {
@@ -52,29 +49,28 @@ class ModaCore : public SublayerCore<T> {
     if (ffn) {
       net.ffn_forward(p, u, y);
       if (!writes) return;
-      ffn_input_[p].assign(u, u + N * net.d());
+      ffn_input_[p].assign(u, N * net.d());
       tmp_k_.resize(N * kvw);
       tmp_v_.resize(N * kvw);
-      cpu::linear_forward(tmp_k_.data(), u, net.value(ffn_projection(net, p, "moda_wk_ffn")), N,
-                          net.d(), kvw);
-      cpu::linear_forward(tmp_v_.data(), u, net.value(ffn_projection(net, p, "moda_wv_ffn")), N,
-                          net.d(), kvw);
+      net.ops().linear_forward(tmp_k_.data(), u, net.value(ffn_projection(net, p, "moda_wk_ffn")),
+                               N, net.d(), kvw);
+      net.ops().linear_forward(tmp_v_.data(), u, net.value(ffn_projection(net, p, "moda_wv_ffn")),
+                               N, net.d(), kvw);
       if (rope_depth_keys_)  // rotated at the token's own position
-        cpu::rope_apply(tmp_k_.data(), net.rope(), net.batch(), net.seq_len(),
-                        net.config().kv_heads(), false);
-      scatter(depth_k_, tmp_k_, 2 * p + 1, N, kvw);
-      scatter(depth_v_, tmp_v_, 2 * p + 1, N, kvw);
+        net.rope(tmp_k_.data(), net.config().kv_heads(), false);
+      scatter(net, depth_k_, tmp_k_, 2 * p + 1);
+      scatter(net, depth_v_, tmp_v_, 2 * p + 1);
       return;
     }
     auto& a = net.attention_cache(p);
     tmp_k_.resize(N * kvw);
     net.attention_project(p, u, rope_depth_keys_ ? nullptr : tmp_k_.data());
-    cpu::moda_attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
-                                depth_k_.data(), depth_v_.data(), shape(net, p));
+    net.ops().moda_attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
+                                     depth_k_.data(), depth_v_.data(), shape(net, p));
     net.attention_output(p, y);
     if (!writes) return;
-    scatter(depth_k_, rope_depth_keys_ ? a.k : tmp_k_, 2 * p, N, kvw);
-    scatter(depth_v_, a.v, 2 * p, N, kvw);
+    scatter(net, depth_k_, rope_depth_keys_ ? a.k : tmp_k_, 2 * p);
+    scatter(net, depth_v_, a.v, 2 * p);
   }
 
   void backward(Backbone<T>& net, int p, bool ffn, const T* dy, T* du) override {
@@ -84,18 +80,16 @@ class ModaCore : public SublayerCore<T> {
     if (ffn) {
       net.ffn_backward(p, dy, du);
       if (!writes) return;  // the FFN slot's gradient is complete: its readers ran backward
-      gather(tmp_k_, d_depth_k_, 2 * p + 1, N, kvw);
-      gather(tmp_v_, d_depth_v_, 2 * p + 1, N, kvw);
-      if (rope_depth_keys_)
-        cpu::rope_apply(tmp_k_.data(), net.rope(), net.batch(), net.seq_len(),
-                        net.config().kv_heads(), true);
+      gather(net, tmp_k_, d_depth_k_, 2 * p + 1);
+      gather(net, tmp_v_, d_depth_v_, 2 * p + 1);
+      if (rope_depth_keys_) net.rope(tmp_k_.data(), net.config().kv_heads(), true);
       const int wk = ffn_projection(net, p, "moda_wk_ffn");
       const int wv = ffn_projection(net, p, "moda_wv_ffn");
       const T* x = ffn_input_[p].data();
-      cpu::linear_backward(du, net.grad(wk), tmp_k_.data(), x, net.value(wk), N, net.d(), kvw,
-                           true);
-      cpu::linear_backward(du, net.grad(wv), tmp_v_.data(), x, net.value(wv), N, net.d(), kvw,
-                           true);
+      net.ops().linear_backward(du, net.grad(wk), tmp_k_.data(), x, net.value(wk), N, net.d(), kvw,
+                                true);
+      net.ops().linear_backward(du, net.grad(wv), tmp_v_.data(), x, net.value(wv), N, net.d(), kvw,
+                                true);
       return;
     }
     const ModelConfig& c = net.config();
@@ -105,17 +99,17 @@ class ModaCore : public SublayerCore<T> {
     dk_.resize(N * kvw);
     dv_.resize(N * kvw);
     net.attention_output_backward(p, dy, d_o_.data());
-    cpu::moda_attention_backward(dq_.data(), dk_.data(), dv_.data(), d_depth_k_.data(),
-                                 d_depth_v_.data(), d_o_.data(), a.o.data(), a.lse.data(),
-                                 a.q.data(), a.k.data(), a.v.data(), depth_k_.data(),
-                                 depth_v_.data(), shape(net, p));
+    net.ops().moda_attention_backward(dq_.data(), dk_.data(), dv_.data(), d_depth_k_.data(),
+                                      d_depth_v_.data(), d_o_.data(), a.o.data(), a.lse.data(),
+                                      a.q.data(), a.k.data(), a.v.data(), depth_k_.data(),
+                                      depth_v_.data(), shape(net, p));
     const T* dk_unrotated = nullptr;
     if (writes) {  // this block's own k and v also served as depth entries of later blocks
-      gather(tmp_k_, d_depth_k_, 2 * p, N, kvw);
-      gather(tmp_v_, d_depth_v_, 2 * p, N, kvw);
-      add_into(dv_.data(), tmp_v_.data(), N * kvw);
+      gather(net, tmp_k_, d_depth_k_, 2 * p);
+      gather(net, tmp_v_, d_depth_v_, 2 * p);
+      add_into(net.ops(), dv_.data(), tmp_v_.data(), N * kvw);
       if (rope_depth_keys_)
-        add_into(dk_.data(), tmp_k_.data(), N * kvw);
+        add_into(net.ops(), dk_.data(), tmp_k_.data(), N * kvw);
       else
         dk_unrotated = tmp_k_.data();
     }
@@ -128,7 +122,7 @@ class ModaCore : public SublayerCore<T> {
   }
 
   // Block p reads the 2p slots of the blocks before it.
-  cpu::ModaShape shape(const Backbone<T>& net, int p) const {
+  ModaShape shape(const Backbone<T>& net, int p) const {
     const ModelConfig& c = net.config();
     return {net.batch(), net.seq_len(), c.n_head, c.kv_heads(), c.head_dim(), 2 * p, slots_};
   }
@@ -142,21 +136,23 @@ class ModaCore : public SublayerCore<T> {
   }
 
   // Copies a [rows, kvw] tensor into / out of one slot of a [rows, slots, kvw] pool.
-  void scatter(std::vector<T>& pool, const std::vector<T>& x, int slot, int64_t rows, int kvw) {
-    for (int64_t n = 0; n < rows; ++n)
-      std::copy_n(x.data() + n * kvw, kvw, pool.data() + (n * slots_ + slot) * kvw);
+  void scatter(Backbone<T>& net, Buffer<T>& pool, const Buffer<T>& x, int slot) {
+    const int kvw = kv_width(net);
+    net.ops().copy_rows(pool.data() + slot * kvw, int64_t(slots_) * kvw, x.data(), kvw, net.rows(),
+                        kvw);
   }
-  void gather(std::vector<T>& x, const std::vector<T>& pool, int slot, int64_t rows, int kvw) {
-    x.resize(rows * kvw);
-    for (int64_t n = 0; n < rows; ++n)
-      std::copy_n(pool.data() + (n * slots_ + slot) * kvw, kvw, x.data() + n * kvw);
+  void gather(Backbone<T>& net, Buffer<T>& x, const Buffer<T>& pool, int slot) {
+    const int kvw = kv_width(net);
+    x.resize(net.rows() * kvw);
+    net.ops().copy_rows(x.data(), kvw, pool.data() + slot * kvw, int64_t(slots_) * kvw, net.rows(),
+                        kvw);
   }
 
   int n_layer_, slots_;
   bool rope_depth_keys_;
-  std::vector<T> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
-  std::vector<std::vector<T>> ffn_input_;                     // u_p, for the projections' grads
-  std::vector<T> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
+  Buffer<T> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
+  std::vector<Buffer<T>> ffn_input_;                     // u_p, for the projections' grads
+  Buffer<T> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
 };
 
 template <class T>

@@ -18,17 +18,14 @@ inline void declare_block_norms(ParameterLayout& layout, const ModelConfig& c,
       layout.add_constant("blocks." + std::to_string(b) + "." + name, {c.d_model}, 1.0);
 }
 
+// acc += x and x ·= s through the backend.
 template <class T>
-void add_into(T* acc, const T* x, int64_t count) {
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) acc[i] += x[i];
+void add_into(Ops<T>& ops, T* acc, const T* x, int64_t count) {
+  ops.axpby(acc, T(1), x, T(1), count);
 }
-
 template <class T>
-void scale_into(T* x, double s, int64_t count) {
-  if (s == 1.0) return;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) x[i] = T(x[i] * s);
+void scale_into(Ops<T>& ops, T* x, double s, int64_t count) {
+  if (s != 1.0) ops.axpby(x, T(s), x, T(0), count);
 }
 
 template <class T>
@@ -39,7 +36,7 @@ class PreNormStream {
   // block_scale[b] multiplies the norm outputs of parameter block b (null: all 1).
   void forward(Backbone<T>& net, const T* x0, T* features, const std::vector<double>* block_scale) {
     const int64_t count = net.rows() * net.d();
-    x_.assign(x0, x0 + count);
+    x_.assign(x0, count);
     u_.resize(count);
     y_.resize(count);
     net.observe_depth_state(0, x_.data());
@@ -68,11 +65,11 @@ class PreNormStream {
       sublayer_backward(net, p, /*ffn=*/true, s);
       sublayer_backward(net, p, /*ffn=*/false, s);
     }
-    std::copy(dx_.begin(), dx_.end(), dx0);
+    net.ops().copy(dx0, dx_.data(), count);
   }
 
   // The stream's current state (valid after forward), for designs that read it.
-  const std::vector<T>& state() const { return x_; }
+  const Buffer<T>& state() const { return x_; }
 
  private:
   void sublayer_forward(Backbone<T>& net, int p, bool ffn, double s) {
@@ -80,13 +77,13 @@ class PreNormStream {
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
     net.rmsnorm_forward(gain, x_.data(), u_.data(), (ffn ? ffn_norm_ : attn_norm_)[p], net.rows(),
                         net.d());
-    scale_into(u_.data(), s, count);
+    scale_into(net.ops(), u_.data(), s, count);
     if (ffn)
       net.ffn_forward(p, u_.data(), y_.data());
     else
       net.attention_forward(p, u_.data(), y_.data());
     net.observe_sublayer(2 * p + ffn, u_.data(), y_.data());
-    add_into(x_.data(), y_.data(), count);
+    add_into(net.ops(), x_.data(), y_.data(), count);
   }
 
   void sublayer_backward(Backbone<T>& net, int p, bool ffn, double s) {
@@ -95,7 +92,7 @@ class PreNormStream {
       net.ffn_backward(p, dx_.data(), du_.data());
     else
       net.attention_backward(p, dx_.data(), du_.data());
-    scale_into(du_.data(), s, count);
+    scale_into(net.ops(), du_.data(), s, count);
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
     net.rmsnorm_backward(gain, du_.data(), dx_.data(), (ffn ? ffn_norm_ : attn_norm_)[p],
                          net.rows(), net.d(), /*accumulate_dx=*/true);
@@ -103,7 +100,7 @@ class PreNormStream {
 
   std::vector<NormCache<T>> attn_norm_, ffn_norm_;
   NormCache<T> final_norm_;
-  std::vector<T> x_, u_, y_, dx_, du_;
+  Buffer<T> x_, u_, y_, dx_, du_;
 };
 
 }  // namespace db

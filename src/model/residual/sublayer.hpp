@@ -58,7 +58,7 @@ class SublayerStack {
       : form_(std::move(form)), caches_(2 * c.n_layer) {}
 
   void forward(Backbone<T>& net, const T* x0, T* features, SublayerCore<T>& core) {
-    x_.assign(x0, x0 + net.rows() * net.d());
+    x_.assign(x0, net.rows() * net.d());
     net.observe_depth_state(0, x_.data());
     for (int p = 0; p < net.n_layer(); ++p) {
       if (!net.skipped(p)) {  // a skipped block is the identity
@@ -80,7 +80,7 @@ class SublayerStack {
       sublayer_backward(net, p, true, core);
       sublayer_backward(net, p, false, core);
     }
-    std::copy(dx_.begin(), dx_.end(), dx0);
+    net.ops().copy(dx0, dx_.data(), net.rows() * net.d());
   }
 
  private:
@@ -98,7 +98,7 @@ class SublayerStack {
     const T* u = x_.data();
     if (!f.in_norm.empty()) {
       net.rmsnorm_forward(net.block_param(p, f.in_norm), x_.data(), u_.data(), c.in, rows, net.d());
-      scale_into(u_.data(), f.in_scale, count);
+      scale_into(net.ops(), u_.data(), f.in_scale, count);
       u = u_.data();
     }
     core.forward(net, p, ffn, u, y_.data());
@@ -109,15 +109,14 @@ class SublayerStack {
                           net.d());
       y = tmp_.data();
     }
-    const T alpha = T(f.alpha);
-    for (int64_t i = 0; i < count; ++i) x_[i] = alpha * x_[i] + y[i];
+    net.ops().axpby(x_.data(), T(1), y, T(f.alpha), count);  // x = α·x + y
     if (!f.out_norm.empty()) {
       const int gain = net.block_param(p, f.out_norm);
       if (f.out_layernorm)
         net.layernorm_forward(gain, x_.data(), tmp_.data(), c.out, rows, net.d());
       else
         net.rmsnorm_forward(gain, x_.data(), tmp_.data(), c.out, rows, net.d());
-      std::copy(tmp_.begin(), tmp_.end(), x_.begin());
+      x_.swap(tmp_);
     }
   }
 
@@ -136,7 +135,7 @@ class SublayerStack {
       else
         net.rmsnorm_backward(gain, dx_.data(), dz_.data(), c.out, rows, net.d());
     } else {
-      std::copy(dx_.begin(), dx_.end(), dz_.begin());
+      net.ops().copy(dz_.data(), dx_.data(), count);
     }
     const T* dy = dz_.data();
     if (!f.branch_norm.empty()) {
@@ -145,21 +144,20 @@ class SublayerStack {
       dy = dy_.data();
     }
     core.backward(net, p, ffn, dy, du_.data());
-    const T alpha = T(f.alpha);
-    for (int64_t i = 0; i < count; ++i) dx_[i] = alpha * dz_[i];
+    net.ops().axpby(dx_.data(), T(f.alpha), dz_.data(), T(0), count);  // dx = α·dz
     if (!f.in_norm.empty()) {
-      scale_into(du_.data(), f.in_scale, count);
+      scale_into(net.ops(), du_.data(), f.in_scale, count);
       net.rmsnorm_backward(net.block_param(p, f.in_norm), du_.data(), dx_.data(), c.in, rows,
                            net.d(), /*accumulate_dx=*/true);
     } else {
-      add_into(dx_.data(), du_.data(), count);
+      add_into(net.ops(), dx_.data(), du_.data(), count);
     }
   }
 
   FormOf form_;
   std::vector<Cache> caches_;
   NormCache<T> final_norm_;
-  std::vector<T> x_, u_, y_, tmp_, dx_, dz_, dy_, du_;
+  Buffer<T> x_, u_, y_, tmp_, dx_, dz_, dy_, du_;
 };
 
 }  // namespace db

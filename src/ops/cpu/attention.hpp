@@ -5,12 +5,11 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/shapes.hpp"
+
 namespace db::cpu {
 
-struct AttentionShape {
-  int64_t batch;
-  int seq_len, heads, kv_heads, head_dim;
-};
+using ::db::AttentionShape;
 
 template <class T>
 void attention_forward(T* o, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s);

@@ -4,12 +4,11 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/shapes.hpp"
+
 namespace db::cpu {
 
-struct HeadShape {
-  int64_t rows;
-  int d, vocab;
-};
+using ::db::HeadShape;
 
 // Returns the summed loss (double). With dh != null also computes gradients for
 // d(loss_sum·grad_scale): dh overwritten, dW += .

@@ -5,14 +5,11 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/shapes.hpp"
+
 namespace db::cpu {
 
-struct DepthMixShape {
-  int64_t rows;
-  int d;
-  int sources;  // m
-  double eps;
-};
+using ::db::DepthMixShape;
 
 // sources[i]: [rows, d]; h: [rows, d]; weights, rstd: [rows, m] kept for the backward.
 template <class T>

@@ -8,15 +8,11 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/shapes.hpp"
+
 namespace db::cpu {
 
-struct ModaShape {
-  int64_t batch;
-  int seq_len, heads, kv_heads, head_dim;
-  int depth;         // depth entries per token read by this call
-  int depth_stride;  // entries stored per token (≥ depth): entry m of row n (= b·T + t), kv head
-                     // g lies at ((n·depth_stride + m)·kv_heads + g)·head_dim
-};
+using ::db::ModaShape;
 
 template <class T>
 void moda_attention_forward(T* o, T* lse, const T* q, const T* k, const T* v, const T* depth_k,

@@ -5,14 +5,11 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/shapes.hpp"
+
 namespace db::cpu {
 
-struct SinkhornShape {
-  int64_t count;  // number of n×n matrices (one per token)
-  int n;
-  int iters;
-  double eps;
-};
+using ::db::SinkhornShape;
 
 // logits, out: [count, n, n] row-major.
 template <class T>
