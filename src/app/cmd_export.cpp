@@ -56,7 +56,7 @@ void ship_file(const fs::path& from, const fs::path& to) {
 // The tokenizer files in the layout transformers reads: tokenizer.json with its companions, or
 // GPT-2's encoder.json + vocab.bpe as vocab.json + merges.txt. Returns what is missing, if any.
 std::string copy_tokenizer(const std::string& spec, const fs::path& out) {
-  if (spec.empty()) return "the run's token files have no manifest.ini naming their tokenizer";
+  if (spec.empty()) return "no run file with token files described by a manifest.ini";
   if (spec == "bytes") return "the run used the bytes tokenizer, which has no Hugging Face form";
   fs::path source = spec;
   if (fs::is_directory(source))

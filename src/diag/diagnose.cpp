@@ -63,9 +63,8 @@ LoadedRun load_run(const std::string& path) {
   return run;
 }
 
-// A Hugging Face folder as a Pre-LN run whose context is max_position_embeddings; its results
-// go to a new run-file-shaped HDF5 file (rank 0 creates it when absent).
-LoadedRun load_hf(const DiagnoseOptions& options, const Communicator& comm) {
+// A Hugging Face folder as a Pre-LN run whose context is max_position_embeddings.
+LoadedRun load_hf(const DiagnoseOptions& options) {
   Checkpoint checkpoint = read_hf_checkpoint(options.hf_dir);
   LoadedRun run;
   run.config.model = checkpoint.model;
@@ -74,14 +73,20 @@ LoadedRun load_hf(const DiagnoseOptions& options, const Communicator& comm) {
   run.params = std::move(checkpoint.params);
   const std::string tokenizer = options.hf_dir + "/tokenizer.json";
   if (std::filesystem::exists(tokenizer)) run.tokenizer = tokenizer;
+  return run;
+}
+
+// The results of a Hugging Face checkpoint go to a run-file-shaped HDF5 file, created by rank 0
+// once the inputs have been checked.
+void create_result_file(const DiagnoseOptions& options, const std::string& run_id,
+                        const Communicator& comm) {
   if (comm.rank() == 0 && !std::filesystem::exists(options.run_file)) {
     RunFile file = RunFile::create(options.run_file);
-    file.set_attribute("run_id", run.run_id);
+    file.set_attribute("run_id", run_id);
     file.set_attribute("hf_checkpoint", options.hf_dir);
     file.publish();
   }
   comm.barrier();
-  return run;
 }
 
 }  // namespace
@@ -119,7 +124,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
   }
   cpu::set_cpu_threads(options.threads > 0 ? options.threads : comm.threads_per_rank_on_node());
   const bool hf = !options.hf_dir.empty();
-  const LoadedRun run = hf ? load_hf(options, comm) : load_run(options.run_file);
+  const LoadedRun run = hf ? load_hf(options) : load_run(options.run_file);
   Model<float> model(run.config.model);
   std::copy(run.params.begin(), run.params.end(), model.params().values().begin());
 
@@ -154,6 +159,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
                    " ids, the model only " + std::to_string(run.config.model.vocab_size));
   }
 
+  if (hf) create_result_file(options, run.run_id, comm);
   Progress progress(comm, options.verbose);
   DiagContext ctx{model, run.config, settings, comm, windows, tok.get(), progress};
   if (rank0 && options.verbose) {
