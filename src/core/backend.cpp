@@ -51,4 +51,30 @@ Backend choose_backend(const std::string& requested) {
   return Backend::cpu;
 }
 
+int select_gpu(MPI_Comm comm) {
+#ifdef DEPTHBENCH_HAVE_CUDA
+  return cuda::select_device(comm);
+#else
+  (void)comm;
+  throw Error("this build has no CUDA backend");
+#endif
+}
+
+std::string gpu_name(int device) {
+#ifdef DEPTHBENCH_HAVE_CUDA
+  return cuda::device_name(device);
+#else
+  (void)device;
+  return "none";
+#endif
+}
+
+size_t gpu_memory_used_bytes() {
+#ifdef DEPTHBENCH_HAVE_CUDA
+  return cuda::device_memory_used();
+#else
+  return 0;
+#endif
+}
+
 }  // namespace db

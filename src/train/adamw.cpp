@@ -3,61 +3,59 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/parallel.hpp"
+#include "core/error.hpp"
+#include "ops/optimizer_ops.hpp"
 
 namespace db {
 
 template <class T>
 double global_norm(std::span<const T> grads) {
-  const int64_t n = int64_t(grads.size());
-  const int64_t chunks = (n + 4095) / 4096;
-  std::vector<double> partial(chunks, 0.0);
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    double s = 0;
-    for (int64_t i = c * 4096; i < std::min(n, (c + 1) * 4096); ++i)
-      s += double(grads[i]) * grads[i];
-    partial[c] = s;
-  }
-  double sum = 0;
-  for (double p : partial) sum += p;
-  return std::sqrt(sum);
+  return std::sqrt(sum_of_squares(MemorySpace::host, grads.data(), int64_t(grads.size())));
 }
 
 template <class T>
-AdamW<T>::AdamW(const ParameterLayout& layout, const Recipe& recipe)
-    : recipe_(recipe),
-      decay_(layout.total_size(), 0),
-      m_(layout.total_size(), 0.f),
-      v_(layout.total_size(), 0.f) {
+double global_norm(const Buffer<T>& grads) {
+  return std::sqrt(sum_of_squares(grads.space(), grads.data(), int64_t(grads.size())));
+}
+
+template <class T>
+AdamW<T>::AdamW(const ParameterLayout& layout, const Recipe& recipe, MemorySpace space)
+    : recipe_(recipe) {
+  std::vector<uint8_t> decay(layout.total_size(), 0);
   for (const ParameterSpec& s : layout.specs())
-    std::fill(decay_.begin() + s.offset, decay_.begin() + s.offset + s.size(),
+    std::fill(decay.begin() + s.offset, decay.begin() + s.offset + s.size(),
               uint8_t(s.weight_decay));
+  MemorySpaceScope scope(space);
+  decay_.upload(decay);
+  m_.assign_zeros(layout.total_size());
+  v_.assign_zeros(layout.total_size());
 }
 
 template <class T>
-void AdamW<T>::step(std::span<T> values, std::span<const T> grads, double lr, double clip_scale) {
+void AdamW<T>::step(ParameterStore<T>& params, double lr, double clip_scale) {
+  Buffer<T>& values = params.value_buffer();
+  DB_REQUIRE(values.space() == m_.space(), "optimizer state and parameters in different memory");
   ++t_;
-  const double b1 = recipe_.beta1, b2 = recipe_.beta2, eps = recipe_.adam_eps;
-  const double bias1 = 1.0 - std::pow(b1, double(t_)), bias2 = 1.0 - std::pow(b2, double(t_));
-  const double wd = recipe_.weight_decay;
-  const int64_t n = int64_t(values.size());
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = double(grads[i]) * clip_scale;
-    const double m = b1 * m_[i] + (1 - b1) * g;
-    const double v = b2 * v_[i] + (1 - b2) * g * g;
-    m_[i] = float(m);
-    v_[i] = float(v);
-    double p = values[i];
-    if (decay_[i]) p -= lr * wd * p;  // decoupled decay first, as torch.optim.AdamW
-    p -= lr * (m / bias1) / (std::sqrt(v / bias2) + eps);
-    values[i] = T(p);
-  }
+  const AdamWUpdate update{lr, recipe_.beta1, recipe_.beta2, recipe_.adam_eps, recipe_.weight_decay,
+                           t_, clip_scale};
+  adamw_update(values.space(), values.data(), params.grad_buffer().data(), m_.data(), v_.data(),
+               decay_.data(), int64_t(values.size()), update);
+}
+
+template <class T>
+void AdamW<T>::set_moments(const std::vector<float>& m, const std::vector<float>& v) {
+  DB_REQUIRE(m.size() == m_.size() && v.size() == v_.size(),
+             "optimizer state of " + std::to_string(m.size()) + " values for " +
+                 std::to_string(m_.size()) + " parameters");
+  MemorySpaceScope scope(m_.space());
+  m_.upload(m);
+  v_.upload(v);
 }
 
 template double global_norm<float>(std::span<const float>);
 template double global_norm<double>(std::span<const double>);
+template double global_norm<float>(const Buffer<float>&);
+template double global_norm<double>(const Buffer<double>&);
 template class AdamW<float>;
 template class AdamW<double>;
 

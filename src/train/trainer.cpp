@@ -21,6 +21,7 @@
 #include "model/model.hpp"
 #include "ops/cpu/gemm.hpp"
 #include "train/adamw.hpp"
+#include "train/gradient_reducer.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
@@ -92,14 +93,17 @@ void record_failure(const RunConfig& config, int ranks, const std::string& reaso
 
 class TrainingRun {
  public:
-  TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose)
+  // gpu: this rank's GPU (backend cuda), already current.
+  TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose, Backend backend,
+              int gpu)
       : config_(config),
         comm_(comm),
         verbose_(verbose && comm.rank() == 0),
         paths_(RunPaths::of(config)),
         log_(nullptr, &close_log),
-        model_(config.model),
-        optimizer_(model_.layout(), config.recipe),
+        model_(config.model, backend),
+        optimizer_(model_.layout(), config.recipe, model_.space()),
+        reducer_(make_gradient_reducer(comm, model_.space(), gpu)),
         flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
 
   TrainResult run();
@@ -139,6 +143,7 @@ class TrainingRun {
   bool log_tried_ = false;
   Model<float> model_;
   AdamW<float> optimizer_;
+  std::unique_ptr<GradientReducer> reducer_;
   double flops_per_token_;
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
@@ -204,10 +209,8 @@ void TrainingRun::start_or_resume() {
   }
   if (checkpoint) {
     resumed_ = true;
-    auto values = model_.params().values();
-    std::copy(checkpoint->params.begin(), checkpoint->params.end(), values.begin());
-    optimizer_.first_moment() = checkpoint->adam_m;
-    optimizer_.second_moment() = checkpoint->adam_v;
+    model_.params().copy_values_from_host(checkpoint->params);
+    optimizer_.set_moments(checkpoint->adam_m, checkpoint->adam_v);
     optimizer_.set_steps_taken(checkpoint->adam_steps);
     start_step_ = checkpoint->step;
     best_val_ = checkpoint->best_val_loss;
@@ -302,7 +305,7 @@ Checkpoint TrainingRun::weights_file(int64_t steps_done) {
   c.adam_steps = optimizer_.steps_taken();
   c.best_val_loss = best_val_;
   c.best_step = best_step_;
-  c.params.assign(model_.params().values().begin(), model_.params().values().end());
+  c.params = model_.params().values_to_host();
   return c;
 }
 
@@ -334,7 +337,7 @@ void TrainingRun::save_initial_weights() {
     c.adam_steps = 0;
     c.best_val_loss = 1e300;
     c.best_step = -1;
-    c.params.assign(initial.params().values().begin(), initial.params().values().end());
+    c.params = initial.params().values_to_host();
     write_checkpoint(paths_.initial_weights, c);
   }
 }
@@ -431,9 +434,9 @@ TrainResult TrainingRun::run() {
     double loss = 0;
     if (const Fault f = collectively([&] { loss = local_forward_backward(step, grad_scale); }))
       return end_early(f, step);
-    comm_.allreduce_sum(model_.params().grads());
+    reducer_->sum(model_.params().grad_buffer());
     loss = comm_.allreduce_sum(loss) * grad_scale;
-    const double norm = global_norm<float>(model_.params().grads());
+    const double norm = global_norm(model_.params().grad_buffer());
     const double lr = learning_rate_at(r, step);
     const double clip = (r.grad_clip > 0 && norm > r.grad_clip) ? r.grad_clip / norm : 1.0;
     if (!std::isfinite(loss) || !std::isfinite(norm))
@@ -446,7 +449,7 @@ TrainResult TrainingRun::run() {
                     config_.divergence_margin, max_loss);
       return finish({"diverged", reason, step});
     }
-    optimizer_.step(model_.params().values(), model_.params().grads(), lr, clip);
+    optimizer_.step(model_.params(), lr, clip);
     const double step_time = seconds_since(t0);
     const double tokens_per_second = r.tokens_per_step() / step_time;
     const int64_t done = step + 1;
@@ -495,15 +498,13 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   TrainResult result;
   std::optional<TrainingRun> run;
   Fault fault = agree_on_fault(comm, capture_fault([&] {
-                                 // The trainer runs the CPU backend; a run asking for CUDA gets a
-                                 // clear error, never a silent CPU run (doc/cuda.md).
-                                 if (choose_backend(config.backend) == Backend::cuda)
-                                   throw Error(
-                                       "training on the CUDA backend is not available "
-                                       "yet (train.backend = " +
-                                       config.backend + "); use train.backend = cpu");
+                                 const Backend backend = choose_backend(config.backend);
+                                 // One GPU per rank: node-local rank (over every run of the
+                                 // sweep) modulo the node's GPUs.
+                                 const int gpu =
+                                     backend == Backend::cuda ? select_gpu(MPI_COMM_WORLD) : -1;
                                  check_memory(config);
-                                 run.emplace(config, comm, verbose);
+                                 run.emplace(config, comm, verbose, backend, gpu);
                                }));
   if (!fault) fault = capture_fault([&] { result = run->run(); });
   if (fault) {

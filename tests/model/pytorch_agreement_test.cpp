@@ -154,8 +154,7 @@ double compare_adamw(const ModelConfig& c, const std::vector<double>& weights,
     const double loss = model.forward_backward(tokens.data(), kBatch, kSeq, scale) * scale;
     worst = std::max(worst, std::fabs(loss - ref.adamw_losses[s]) / ref.adamw_losses[s]);
     const double norm = global_norm<float>(model.params().grads());
-    optimizer.step(model.params().values(), model.params().grads(), kLr,
-                   norm > 1.0 ? 1.0 / norm : 1.0);
+    optimizer.step(model.params(), kLr, norm > 1.0 ? 1.0 / norm : 1.0);
   }
   return worst;
 }
