@@ -39,6 +39,10 @@ struct Pair {
   Vec gpu_values() const { return device.download(); }
 };
 
+Vec zeros(size_t n) {
+  return Vec(n, 0.f);
+}
+
 bool close(const char* what, Pair& p) {
   return within(what, relative_error(p.gpu_values(), p.host), kFp32Tolerance);
 }
@@ -54,8 +58,8 @@ BOOST_AUTO_TEST_CASE(moda_attention_matches_cpu_with_grouped_heads_and_depth_ent
   const size_t dn = rows * s.depth_stride * s.kv_heads * s.head_dim;
   Pair q(b.random(qn)), k(b.random(kn)), v(b.random(kn)), depth_k(b.random(dn)),
       depth_v(b.random(dn));
-  Pair o(Vec(qn)), lse(Vec(rows * s.heads)), d_o(b.random(qn));
-  Pair dq(Vec(qn)), dk(Vec(kn)), dv(Vec(kn)), ddk(b.random(dn)), ddv(b.random(dn));
+  Pair o(zeros(qn)), lse(zeros(rows * s.heads)), d_o(b.random(qn));
+  Pair dq(zeros(qn)), dk(zeros(kn)), dv(zeros(kn)), ddk(b.random(dn)), ddv(b.random(dn));
   b.cpu->moda_attention_forward(o.cpu(), lse.cpu(), q.cpu(), k.cpu(), v.cpu(), depth_k.cpu(),
                                 depth_v.cpu(), s);
   b.gpu->moda_attention_forward(o.gpu(), lse.gpu(), q.gpu(), k.gpu(), v.gpu(), depth_k.gpu(),
@@ -80,8 +84,8 @@ BOOST_AUTO_TEST_CASE(moda_attention_without_depth_is_causal_attention) {
   Backends b;
   const ModaShape s{1, 20, 2, 2, 32, 0, 0};
   const size_t n = s.batch * s.seq_len * s.heads * s.head_dim;
-  Pair q(b.random(n)), k(b.random(n)), v(b.random(n)), o(Vec(n)), lse(Vec(s.seq_len * s.heads));
-  Pair o_ref(Vec(n)), lse_ref(Vec(s.seq_len * s.heads));
+  Pair q(b.random(n)), k(b.random(n)), v(b.random(n)), o(zeros(n)), lse(zeros(s.seq_len * s.heads));
+  Pair o_ref(zeros(n)), lse_ref(zeros(s.seq_len * s.heads));
   b.gpu->moda_attention_forward(o.gpu(), lse.gpu(), q.gpu(), k.gpu(), v.gpu(), nullptr, nullptr, s);
   b.gpu->attention_forward(o_ref.gpu(), lse_ref.gpu(), q.gpu(), k.gpu(), v.gpu(),
                            {s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim});
@@ -99,10 +103,10 @@ BOOST_AUTO_TEST_CASE(depth_softmax_matches_cpu_and_its_sums_are_deterministic) {
     src.emplace_back(b.random(n));
     dsrc.emplace_back(b.random(n));
   }
-  Pair query(b.random(s.d)), gain(b.random(s.d, 0.3)), h(Vec(n)), dh(b.random(n));
+  Pair query(b.random(s.d)), gain(b.random(s.d, 0.3)), h(zeros(n)), dh(b.random(n));
   for (float& g : gain.host) g += 1.f;
   gain.device.upload(gain.host);
-  Pair w(Vec(s.rows * s.sources)), rstd(Vec(s.rows * s.sources));
+  Pair w(zeros(s.rows * s.sources)), rstd(zeros(s.rows * s.sources));
   Pair dquery(b.random(s.d)), dgain(b.random(s.d));
   std::vector<const float*> src_cpu, src_gpu;
   std::vector<float*> dsrc_cpu, dsrc_gpu;
@@ -143,7 +147,7 @@ BOOST_AUTO_TEST_CASE(stream_ops_match_cpu_for_hc_and_mhc_maps) {
   const int n = 4, d = 40;
   const size_t state = rows * n * d, single = rows * d;
   Pair x(b.random(single)), H(b.random(state)), y(b.random(single)), g(b.random(state));
-  Pair out(Vec(state)), sum(Vec(single)), combined(Vec(single));
+  Pair out(zeros(state)), sum(zeros(single)), combined(zeros(single));
   b.cpu->broadcast_streams(out.cpu(), x.cpu(), rows, n, d);
   b.gpu->broadcast_streams(out.gpu(), x.gpu(), rows, n, d);
   BOOST_TEST(close("broadcast_streams", out));
@@ -166,8 +170,9 @@ BOOST_AUTO_TEST_CASE(stream_ops_match_cpu_for_hc_and_mhc_maps) {
   // The HC map (α [rows, n, n+1]) and the mHC map (H_res [rows, n, n]).
   const StreamMapLayout maps[] = {{int64_t(n) * (n + 1), 1, n + 1, 1}, {int64_t(n) * n, n, 1, 0}};
   for (const StreamMapLayout& map : maps) {
-    Pair post(b.random(rows * n)), mix(b.random(rows * map.row)), mixed(Vec(state));
-    Pair dy(Vec(single)), dpost(Vec(rows * n)), dmix(b.random(rows * map.row)), dHm(Vec(state));
+    Pair post(b.random(rows * n)), mix(b.random(rows * map.row)), mixed(zeros(state));
+    Pair dy(zeros(single)), dpost(zeros(rows * n)), dmix(b.random(rows * map.row)),
+        dHm(zeros(state));
     b.cpu->mix_streams(mixed.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
     b.gpu->mix_streams(mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
     BOOST_TEST(close("mix_streams", mixed));
@@ -188,8 +193,8 @@ BOOST_AUTO_TEST_CASE(hc_and_mhc_coefficients_match_cpu_and_their_sums_are_determ
   const int64_t rows = 150;
   const int n = 4, na = n * (n + 1);
   {  // HC
-    Pair ta(b.random(rows * na)), tb(b.random(rows * n)), alpha(Vec(rows * na)),
-        beta(Vec(rows * n));
+    Pair ta(b.random(rows * na)), tb(b.random(rows * n)), alpha(zeros(rows * na)),
+        beta(zeros(rows * n));
     Pair sa(b.random(na)), sb(b.random(n)), scale_a(b.random(1, 0.1)), scale_b(b.random(1, 0.1));
     b.cpu->hc_coefficients(alpha.cpu(), beta.cpu(), ta.cpu(), tb.cpu(), sa.cpu(), sb.cpu(),
                            scale_a.cpu(), scale_b.cpu(), rows, n);
@@ -198,8 +203,8 @@ BOOST_AUTO_TEST_CASE(hc_and_mhc_coefficients_match_cpu_and_their_sums_are_determ
     BOOST_TEST(close("hc alpha", alpha));
     BOOST_TEST(close("hc beta", beta));
     BOOST_TEST(close("hc tanh(za)", ta));
-    Pair dalpha(b.random(rows * na)), dbeta(b.random(rows * n)), dza(Vec(rows * na)),
-        dzb(Vec(rows * n));
+    Pair dalpha(b.random(rows * na)), dbeta(b.random(rows * n)), dza(zeros(rows * na)),
+        dzb(zeros(rows * n));
     Pair dsa(b.random(na)), dsb(b.random(n)), dscale_a(b.random(1)), dscale_b(b.random(1));
     const Vec dsa_start = dsa.host;
     b.cpu->hc_coefficients_backward(dza.cpu(), dzb.cpu(), dsa.cpu(), dsb.cpu(), dscale_a.cpu(),
@@ -224,7 +229,7 @@ BOOST_AUTO_TEST_CASE(hc_and_mhc_coefficients_match_cpu_and_their_sums_are_determ
   {  // mHC
     const int m = n * n + 2 * n;
     Pair z(b.random(rows * m)), gates(b.random(3, 0.5)), bias(b.random(m));
-    Pair pre(Vec(rows * n)), post(Vec(rows * n)), res(Vec(rows * n * n));
+    Pair pre(zeros(rows * n)), post(zeros(rows * n)), res(zeros(rows * n * n));
     b.cpu->mhc_coefficients(pre.cpu(), post.cpu(), res.cpu(), z.cpu(), gates.cpu(), bias.cpu(),
                             rows, n);
     b.gpu->mhc_coefficients(pre.gpu(), post.gpu(), res.gpu(), z.gpu(), gates.gpu(), bias.gpu(),
@@ -233,7 +238,7 @@ BOOST_AUTO_TEST_CASE(hc_and_mhc_coefficients_match_cpu_and_their_sums_are_determ
     BOOST_TEST(close("mhc post", post));
     BOOST_TEST(close("mhc res_logits", res));
     Pair dpre(b.random(rows * n)), dpost(b.random(rows * n)), dres(b.random(rows * n * n));
-    Pair dz(Vec(rows * m)), dgates(b.random(3)), dbias(b.random(m));
+    Pair dz(zeros(rows * m)), dgates(b.random(3)), dbias(b.random(m));
     b.cpu->mhc_coefficients_backward(dz.cpu(), dgates.cpu(), dbias.cpu(), dpre.cpu(), dpost.cpu(),
                                      dres.cpu(), z.cpu(), pre.cpu(), post.cpu(), gates.cpu(), rows,
                                      n);
@@ -290,7 +295,7 @@ BOOST_AUTO_TEST_CASE(copies_axpby_and_row_losses_match_cpu) {
                     relative_error(Vec(gpu_losses.begin(), gpu_losses.end()),
                                    Vec(cpu_losses.begin(), cpu_losses.end())),
                     kFp32Tolerance));
-  Pair logits(Vec(s.rows * s.vocab));
+  Pair logits(zeros(s.rows * s.vocab));
   b.cpu->logits(logits.cpu(), h.cpu(), W.cpu(), s);
   b.gpu->logits(logits.gpu(), h.gpu(), W.gpu(), s);
   BOOST_TEST(close("logits", logits));

@@ -195,11 +195,11 @@ class CudaOps final : public Ops<float> {
                                     gates, rows, n, stream_);
   }
   void sinkhorn_forward(float* out, const float* logits, const SinkhornShape& s) override {
-    cuda::sinkhorn_forward(out, logits, s.count, s.n, s.iters, float(s.eps), stream_);
+    cuda::sinkhorn_forward(out, logits, s.count, s.n, s.iters, s.eps, stream_);
   }
   void sinkhorn_backward(float* dlogits, const float* dout, const float* logits,
                          const SinkhornShape& s) override {
-    cuda::sinkhorn_backward(dlogits, dout, logits, s.count, s.n, s.iters, float(s.eps), stream_);
+    cuda::sinkhorn_backward(dlogits, dout, logits, s.count, s.n, s.iters, s.eps, stream_);
   }
 
   // --- AttnRes depth softmax ---
