@@ -52,13 +52,15 @@ void depth_softmax_backward(T* const* dsources, T* dquery, T* dkey_gain, const T
     for (int64_t r = begin; r < end; ++r) {
       const T* dhr = dh + r * d;
       const T* w = weights + r * m;
+      double mean_dw = 0;
       for (int i = 0; i < m; ++i) {
         const T* v = sources[i] + r * d;
         double dot = 0;
         for (int j = 0; j < d; ++j) dot += double(dhr[j]) * v[j];
         dw[i] = dot;
+        mean_dw += double(w[i]) * dot;
       }
-      rows::depth_softmax_logit_grads(dlogit.data(), dw.data(), w, m);
+      rows::depth_softmax_logit_grads(dlogit.data(), dw.data(), w, mean_dw, m);
       for (int i = 0; i < m; ++i) {
         const T* v = sources[i] + r * d;
         T* dv = dsources[i] + r * d;

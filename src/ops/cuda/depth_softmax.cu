@@ -78,7 +78,11 @@ __global__ void depth_softmax_backward_kernel(
       if (threadIdx.x == 0) dw[i] = dot;
     }
     __syncthreads();
-    if (threadIdx.x == 0) rows::depth_softmax_logit_grads(dlogit, dw, weights + r * m, m);
+    if (threadIdx.x == 0) {
+      double mean_dw = 0;  // in source order, as the CPU
+      for (int i = 0; i < m; ++i) mean_dw += double(weights[r * m + i]) * dw[i];
+      rows::depth_softmax_logit_grads(dlogit, dw, weights + r * m, mean_dw, m);
+    }
     __syncthreads();
     for (int i = 0; i < m; ++i) {
       const float* v = sources[i] + r * d;

@@ -15,8 +15,22 @@ constexpr int kPerLane = kMaxHeadDim / 32;  // head values held by one lane: e =
 __device__ __forceinline__ int lane_id() {
   return threadIdx.x & 31;
 }
-__device__ __forceinline__ int64_t warp_item() {
-  return int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+
+// The (token, head) a warp works on: row n = b·T + t, `head` < heads_per_token (query heads or
+// kv heads), `first` the row of position 0 of the window.
+struct WarpTask {
+  int64_t n, first;
+  int t, head;
+};
+// False for the warps past the end (whole warps leave together).
+__device__ __forceinline__ bool warp_task(WarpTask& task, const ModaShape& s, int heads_per_token) {
+  const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (item >= s.batch * s.seq_len * heads_per_token) return false;
+  task.n = item / heads_per_token;
+  task.head = int(item % heads_per_token);
+  task.t = int(task.n % s.seq_len);
+  task.first = task.n - task.t;
+  return true;
 }
 
 // A head vector spread over the lanes of a warp.
@@ -84,12 +98,10 @@ __global__ void moda_forward_kernel(float* __restrict__ o, float* __restrict__ l
                                     const float* __restrict__ v, const float* __restrict__ depth_k,
                                     const float* __restrict__ depth_v, ModaIndex at, float scale) {
   const ModaShape& s = at.s;
-  const int64_t item = warp_item();
-  if (item >= s.batch * s.seq_len * s.heads) return;  // whole warps leave together
-  const int64_t n = item / s.heads;
-  const int h = int(item % s.heads), g = h / (s.heads / s.kv_heads), hd = s.head_dim;
-  const int t = int(n % s.seq_len);
-  const int64_t first = n - t;  // row of position 0 of this window
+  WarpTask task;
+  if (!warp_task(task, s, s.heads)) return;
+  const int64_t n = task.n, first = task.first;
+  const int h = task.head, g = h / (s.heads / s.kv_heads), hd = s.head_dim, t = task.t;
   LaneVector query, acc;
   query.load(q + at.query(n, h), hd);
   acc.zero();
@@ -116,10 +128,10 @@ __global__ void moda_forward_kernel(float* __restrict__ o, float* __restrict__ l
 __global__ void moda_row_dot_kernel(float* __restrict__ D, const float* __restrict__ d_o,
                                     const float* __restrict__ o, ModaIndex at) {
   const ModaShape& s = at.s;
-  const int64_t item = warp_item();
-  if (item >= s.batch * s.seq_len * s.heads) return;
-  const int64_t n = item / s.heads;
-  const int h = int(item % s.heads);
+  WarpTask task;
+  if (!warp_task(task, s, s.heads)) return;
+  const int64_t n = task.n;
+  const int h = task.head;
   LaneVector grad;
   grad.load(d_o + at.query(n, h), s.head_dim);
   const float dot = grad.dot(o + at.query(n, h), s.head_dim);
@@ -136,12 +148,10 @@ __global__ void moda_query_backward_kernel(
     const float* __restrict__ depth_k, const float* __restrict__ depth_v, ModaIndex at,
     float scale) {
   const ModaShape& s = at.s;
-  const int64_t item = warp_item();
-  if (item >= s.batch * s.seq_len * s.kv_heads) return;
-  const int64_t n = item / s.kv_heads;
-  const int g = int(item % s.kv_heads), hd = s.head_dim, group = s.heads / s.kv_heads;
-  const int t = int(n % s.seq_len);
-  const int64_t first = n - t;
+  WarpTask task;
+  if (!warp_task(task, s, s.kv_heads)) return;
+  const int64_t n = task.n, first = task.first;
+  const int g = task.head, hd = s.head_dim, group = s.heads / s.kv_heads, t = task.t;
   for (int head = 0; head < group; ++head) {
     const int h = g * group + head;
     LaneVector query, grad, dquery;
@@ -181,12 +191,10 @@ __global__ void moda_key_backward_kernel(float* __restrict__ dk, float* __restri
                                          const float* __restrict__ q, const float* __restrict__ k,
                                          const float* __restrict__ v, ModaIndex at, float scale) {
   const ModaShape& s = at.s;
-  const int64_t item = warp_item();
-  if (item >= s.batch * s.seq_len * s.kv_heads) return;
-  const int64_t nj = item / s.kv_heads;
-  const int g = int(item % s.kv_heads), hd = s.head_dim, group = s.heads / s.kv_heads;
-  const int j = int(nj % s.seq_len);
-  const int64_t first = nj - j;
+  WarpTask task;  // the key row
+  if (!warp_task(task, s, s.kv_heads)) return;
+  const int64_t nj = task.n, first = task.first;
+  const int g = task.head, hd = s.head_dim, group = s.heads / s.kv_heads, j = task.t;
   LaneVector key, value, dkey, dvalue;
   key.load(k + at.key(nj, g), hd);
   value.load(v + at.key(nj, g), hd);

@@ -34,11 +34,11 @@ DB_HD double depth_softmax_exp_in_place(double* logit, int m) {
   return total;
 }
 
-// The logit gradients from dw_i = ⟨dh, v_i⟩ and the weights: dlogit_i = w_i·(dw_i − Σ_k w_k dw_k).
+// The logit gradients from dw_i = ⟨dh, v_i⟩, the weights and mean_dw = Σ_k w_k·dw_k (which the
+// caller accumulates as it computes the dw_i, in source order): dlogit_i = w_i·(dw_i − mean_dw).
 template <class T>
-DB_HD void depth_softmax_logit_grads(double* dlogit, const double* dw, const T* weights, int m) {
-  double mean_dw = 0;
-  for (int i = 0; i < m; ++i) mean_dw += double(weights[i]) * dw[i];
+DB_HD void depth_softmax_logit_grads(double* dlogit, const double* dw, const T* weights,
+                                     double mean_dw, int m) {
   for (int i = 0; i < m; ++i) dlogit[i] = double(weights[i]) * (dw[i] - mean_dw);
 }
 
