@@ -49,7 +49,7 @@ row "GPU" "${gpu:+found}${gpu:-NONE}" "${gpu:-no GPU: the gpu tests skip, the CU
 build_status=failed
 if stage configure 120 cmake -S "$ROOT" -B "$BUILD" -DDEPTHBENCH_CUDA=ON -DCMAKE_BUILD_TYPE=Release &&
    stage build 300 cmake --build "$BUILD" -j "$JOBS" --target depthbench cuda_ops_test \
-     cuda_attention_test cuda_backend_test; then
+     cuda_attention_test cuda_backend_test cuda_new_ops_test cuda_model_parity_test; then
   build_status=ok
 fi
 row "build (DEPTHBENCH_CUDA=ON, sm_90)" "$build_status" "$(elapsed)s elapsed"
