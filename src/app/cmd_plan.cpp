@@ -60,7 +60,7 @@ int run_plan_command(int argc, char** argv) {
       out.c_str());
   std::printf(
       "memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
-      "activations; a lower bound: design extras not counted)\n");
+      "activations with the design's own state; one H200 holds 141 GB)\n");
   std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s  %s\n", "#", "design",
               "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr", "FLOPs",
               "GPU-h", "mem GiB", "state");

@@ -51,6 +51,16 @@ Backend choose_backend(const std::string& requested) {
   return Backend::cpu;
 }
 
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::fp32;
+  if (name == "bf16") return Precision::bf16;
+  throw Error("unknown precision '" + name + "' (valid: bf16, fp32)");
+}
+
+const char* precision_name(Precision precision) {
+  return precision == Precision::bf16 ? "bf16" : "fp32";
+}
+
 int select_gpu(MPI_Comm comm) {
 #ifdef DEPTHBENCH_HAVE_CUDA
   return cuda::select_device(comm);
@@ -66,6 +76,14 @@ std::string gpu_name(int device) {
 #else
   (void)device;
   return "none";
+#endif
+}
+
+size_t gpu_memory_total_bytes() {
+#ifdef DEPTHBENCH_HAVE_CUDA
+  return cuda::device_memory_total();
+#else
+  return 0;
 #endif
 }
 

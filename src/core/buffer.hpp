@@ -29,12 +29,12 @@ class Buffer {
     Buffer(std::move(other)).swap(*this);
     return *this;
   }
-  ~Buffer() { memory::release(space_, data_); }
+  ~Buffer() { memory::release(space_, data_, size_ * sizeof(T)); }
 
   // A new size reallocates in the current memory space; the same size keeps data and space.
   void resize(size_t count) {
     if (count == size_ && (data_ || count == 0)) return;
-    memory::release(space_, data_);
+    memory::release(space_, data_, size_ * sizeof(T));
     data_ = nullptr;
     size_ = 0;
     space_ = current_memory_space();

@@ -6,6 +6,9 @@
 
 #include "core/error.hpp"
 
+#include <mutex>
+#include <unordered_map>
+
 #ifdef DEPTHBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -18,6 +21,39 @@ thread_local MemorySpace current_space = MemorySpace::host;
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
     throw Error(std::string(what) + " failed: " + cudaGetErrorString(status));
+}
+
+// GPU blocks released by buffers, kept by exact size for the next allocation of that size: the
+// model sizes the same buffers every step, and cudaFree would synchronise the device each
+// time. Emptied (really freed) when cudaMalloc runs out of memory.
+class GpuBlockCache {
+ public:
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    return p;
+  }
+  void give(size_t bytes, void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.emplace(bytes, p);
+  }
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [bytes, p] : free_) cudaFree(p);
+    free_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_multimap<size_t, void*> free_;
+};
+
+GpuBlockCache& gpu_cache() {
+  static GpuBlockCache* cache = new GpuBlockCache;  // never destroyed: outlives every buffer
+  return *cache;
 }
 #else
 [[noreturn]] void no_cuda() {
@@ -37,22 +73,33 @@ void* allocate(MemorySpace space, size_t bytes) {
     return p;
   }
 #ifdef DEPTHBENCH_HAVE_CUDA
+  if (void* cached = gpu_cache().take(bytes)) return cached;
   void* p = nullptr;
-  check(cudaMalloc(&p, bytes), "cudaMalloc");
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();  // clear the out-of-memory error, return the cached blocks, retry
+    gpu_cache().release_all();
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+  }
   return p;
 #else
   no_cuda();
 #endif
 }
 
-void release(MemorySpace space, void* data) noexcept {
+void release(MemorySpace space, void* data, size_t bytes) noexcept {
   if (!data) return;
   if (space == MemorySpace::host) {
     std::free(data);
     return;
   }
 #ifdef DEPTHBENCH_HAVE_CUDA
-  cudaFree(data);  // never throws from a destructor
+  try {
+    gpu_cache().give(bytes, data);
+  } catch (...) {  // never throws from a destructor
+    cudaFree(data);
+  }
+#else
+  (void)bytes;
 #endif
 }
 

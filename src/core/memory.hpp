@@ -15,7 +15,8 @@ enum class MemorySpace { host, cuda };
 
 namespace memory {
 void* allocate(MemorySpace space, size_t bytes);
-void release(MemorySpace space, void* data) noexcept;
+// `bytes`: the size it was allocated with (GPU blocks are cached by size for reuse).
+void release(MemorySpace space, void* data, size_t bytes) noexcept;
 // Copies between any two spaces.
 void copy(void* dst, MemorySpace dst_space, const void* src, MemorySpace src_space, size_t bytes);
 void zero(MemorySpace space, void* data, size_t bytes);

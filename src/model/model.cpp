@@ -43,9 +43,9 @@ std::unique_ptr<ResidualDesign<T>> make_design(const DesignInfo& info, const Mod
 
 // Every entry point allocates in the backend's memory space (core/memory.hpp).
 template <class T>
-Model<T>::Model(const ModelConfig& config, Backend backend)
+Model<T>::Model(const ModelConfig& config, Backend backend, Precision precision)
     : config_(config),
-      ops_(make_ops<T>(backend)),
+      ops_(make_ops<T>(backend, precision)),
       layout_(std::make_unique<ParameterLayout>(build_layout(config))),
       head_id_(layout_->id(config.tie_embeddings ? "embed" : "lm_head")) {
   MemorySpaceScope scope(ops_->space());

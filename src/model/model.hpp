@@ -27,7 +27,8 @@ double flops_per_token(const ModelConfig& config, int seq_len);
 template <class T>
 class Model {
  public:
-  explicit Model(const ModelConfig& config, Backend backend = Backend::cpu);
+  explicit Model(const ModelConfig& config, Backend backend = Backend::cpu,
+                 Precision precision = Precision::fp32);
   ~Model();
 
   const ModelConfig& config() const { return config_; }

@@ -8,8 +8,8 @@
 namespace db {
 
 // Throws db::Error for a combination this build cannot run (CUDA without the CUDA backend, or
-// CUDA in double).
+// CUDA in double). The CPU ignores `precision` (it computes in T).
 template <class T>
-std::unique_ptr<Ops<T>> make_ops(Backend backend);
+std::unique_ptr<Ops<T>> make_ops(Backend backend, Precision precision = Precision::fp32);
 
 }  // namespace db

@@ -2,27 +2,40 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "model/model.hpp"
 
 namespace db {
 
+namespace {
+// Values a design keeps per token and block beyond the backbone's (its streams, sources, pools).
+double design_values_per_token_block(const ModelConfig& m) {
+  const double d = m.d_model;
+  if (m.arch == "hc" || m.arch == "mhc")  // n-stream state and its normalised copy, 2 sublayers
+    return 4.0 * m.option(m.arch == "hc" ? "hc_streams" : "mhc_streams", 4.0) * d;
+  if (m.arch.rfind("attnres", 0) == 0) return 8.0 * d;  // mixes, sources and their gradients
+  if (m.arch == "moda") return 4.0 * m.kv_heads() * m.head_dim();  // depth K/V and gradients
+  return 0.0;
+}
+}  // namespace
+
 MemoryEstimate estimate_memory(const RunConfig& config) {
   const ModelConfig& m = config.model;
   const double params = double(count_parameters(m).total);
   const double tokens = double(config.recipe.micro_batch_sequences) * config.recipe.seq_len;
-  const bool bf16 = config.backend == "cuda";
-  const double activation_bytes = bf16 ? 2 : 4;
+  const double head_rows = std::min(tokens, config.backend == "cuda" ? 4096.0 : 256.0);
   // Per token and block: q, k, v, attention output, norm caches and the residual (≈ 8d) and the
-  // three SwiGLU products (3·ff); per token at the head: logits and their gradient (2V, fp32).
-  const double per_token_blocks = double(m.n_layer) * (8.0 * m.d_model + 3.0 * m.ff_dim());
+  // three SwiGLU products (3·ff), plus the design's state; at the head one chunk of logits.
+  const double per_token_blocks =
+      double(m.n_layer) * (8.0 * m.d_model + 3.0 * m.ff_dim() + design_values_per_token_block(m));
   MemoryEstimate e;
-  e.weights_bytes = (2 * 4 + (bf16 ? 2 : 0)) * params;
+  e.weights_bytes = 2 * 4 * params;
   e.optimizer_bytes = 2 * 4 * params;
-  e.activations_bytes =
-      tokens * (activation_bytes * per_token_blocks + 4 * 2.0 * double(m.vocab_size));
+  e.activations_bytes = 4 * tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
   return e;
 }
 
@@ -36,15 +49,26 @@ std::string format_gib(double bytes) {
   return text;
 }
 
-void check_memory(const RunConfig& config) {
+void check_memory(const RunConfig& config, bool on_gpu) {
   const MemoryEstimate e = estimate_memory(config);
-  const double available = machine_memory_bytes();
-  DB_REQUIRE(e.total() <= available,
-             "this model needs at least " + format_gib(e.total()) + " per rank (weights " +
-                 format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-                 ", activations " + format_gib(e.activations_bytes) +
-                 " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
-                 "); this machine has " + format_gib(available));
+  const double available = on_gpu ? double(gpu_memory_total_bytes()) : machine_memory_bytes();
+  if (e.total() <= available) return;
+  // Activations grow with the micro-batch; weights and optimizer state do not.
+  RunConfig smaller = config;
+  int64_t fits = config.recipe.micro_batch_sequences;
+  while (fits > 0) {
+    smaller.recipe.micro_batch_sequences = --fits;
+    if (fits > 0 && estimate_memory(smaller).total() <= available) break;
+  }
+  const std::string advice =
+      fits > 0 ? "; train.micro_batch = " + std::to_string(fits) + " would fit"
+               : "; even one sequence per micro-batch does not fit: use fewer parameters or "
+                 "a shorter train.seq_len";
+  throw Error("this model needs at least " + format_gib(e.total()) + " per rank (weights " +
+              format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
+              ", activations " + format_gib(e.activations_bytes) +
+              " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
+              "); this " + (on_gpu ? "GPU" : "machine") + " has " + format_gib(available) + advice);
 }
 
 }  // namespace db

@@ -1,5 +1,6 @@
-// What a CPU run needs in memory, estimated before anything is allocated, so that a model too
-// large for the machine is refused with the numbers instead of dying in std::bad_alloc.
+// What a run needs in memory (host memory on the CPU, GPU memory on CUDA), estimated before
+// anything is allocated, so that a model too large is refused with the numbers and what would
+// fit instead of dying in std::bad_alloc or cudaMalloc.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,15 +16,17 @@ struct MemoryEstimate {
   double total() const { return weights_bytes + optimizer_bytes + activations_bytes; }
 };
 
-// Per rank, at train.micro_batch sequences of train.seq_len tokens, for the run's backend: fp32
-// everywhere on the CPU; on CUDA the planned bf16 mixed precision (fp32 master weights, gradients
-// and AdamW moments plus a bf16 copy of the weights, bf16 activations, fp32 logits). Design
-// extras (HC streams, AttnRes depth keys) are not counted: treat the figure as a lower bound.
+// Per rank, at train.micro_batch sequences of train.seq_len tokens. Both backends keep fp32
+// weights, gradients, AdamW moments and activations; the activations count the backbone's
+// saved tensors, the design's own state (HC/mHC streams, AttnRes sources and their gradients,
+// MoDA's depth pools) and one chunk of LM-head logits (256 rows on the CPU, 4096 on CUDA).
+// An estimate to within tens of percent, not an allocation plan.
 MemoryEstimate estimate_memory(const RunConfig& config);
 // Physical memory of this machine in bytes.
 double machine_memory_bytes();
-// Throws db::Error naming both figures when the estimate exceeds this machine's memory.
-void check_memory(const RunConfig& config);
+// Throws db::Error naming the figures and the largest train.micro_batch that would fit when the
+// estimate exceeds this rank's memory (the GPU's on CUDA: call after the GPU is selected).
+void check_memory(const RunConfig& config, bool on_gpu = false);
 std::string format_gib(double bytes);
 
 }  // namespace db

@@ -195,9 +195,16 @@ std::vector<Key> keys_of(RunConfig& c) {
                  "diverged when loss > ln(V) + margin", Range::above(0)),
       number_key("train.checkpoint_interval", c.checkpoint_interval,
                  "steps between checkpoints (0 = none)", Range::at_least(0)),
+      number_key("train.stop_after_steps", c.stop_after_steps,
+                 "checkpoint and stop (resumable, exit 75) after this many steps of this "
+                 "invocation, e.g. to fit a batch slot (0 = never)",
+                 Range::at_least(0)),
       bool_key("train.save_initial_weights", c.save_initial_weights,
                "write NAME.init.weights before the first step (sweeps: default true)"),
-      text_key("train.backend", c.backend, "cpu | cuda"),
+      text_key("train.backend", c.backend, "cpu | cuda | auto"),
+      text_key("train.precision", c.precision,
+               "CUDA arithmetic: bf16 (tensor-core products, fp32 accumulation) | fp32 (parity); "
+               "the CPU computes in fp32"),
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),

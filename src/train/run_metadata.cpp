@@ -33,7 +33,10 @@ std::string joined(const std::vector<std::string>& items) {
 
 bool changes_results(const std::string& ini_line) {
   const char* const ignored[] = {
-      "threads", "log_interval", "checkpoint_interval", "save_initial_weights", "dir ", "name "};
+      "threads",         "log_interval", "checkpoint_interval", "save_initial_weights", "dir ",
+      "name ",
+      "backend ",  // the same experiment on either backend: a checkpoint moves between them
+      "stop_after_steps"};
   for (const char* key : ignored)
     if (ini_line.rfind(key, 0) == 0) return false;
   return true;
@@ -110,6 +113,7 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed)
   f.set_attribute("val_files", joined(c.data.val_files));
   f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
   f.set_attribute("backend", c.backend);
+  f.set_attribute("precision", c.precision);  // the CUDA arithmetic; the CPU computes in fp32
   f.set_attribute("device_name", cpu_model_name());
   // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.
   f.set_attribute("cpu_threads", int64_t(cpu::cpu_threads()));

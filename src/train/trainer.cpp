@@ -101,9 +101,10 @@ class TrainingRun {
         verbose_(verbose && comm.rank() == 0),
         paths_(RunPaths::of(config)),
         log_(nullptr, &close_log),
-        model_(config.model, backend),
+        model_(config.model, backend, parse_precision(config.precision)),
         optimizer_(model_.layout(), config.recipe, model_.space()),
         reducer_(make_gradient_reducer(comm, model_.space(), gpu)),
+        gpu_(gpu),
         flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
 
   TrainResult run();
@@ -144,6 +145,7 @@ class TrainingRun {
   Model<float> model_;
   AdamW<float> optimizer_;
   std::unique_ptr<GradientReducer> reducer_;
+  int gpu_;  // this rank's GPU, −1 on the CPU backend
   double flops_per_token_;
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
@@ -234,6 +236,10 @@ void TrainingRun::start_or_resume() {
   }
   if (rank0()) {
     write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0);
+    if (gpu_ >= 0) {
+      file_->set_attribute("device_name", gpu_name(gpu_));
+      file_->set_attribute("gradient_reduction", reducer_->name());
+    }
     file_->set_attribute("status", std::string("running"));
     file_->flush();
   }
@@ -362,7 +368,7 @@ TrainResult TrainingRun::end_early(const Fault& fault, int64_t step) {
     case FaultKind::stop: {
       const Fault saved = collectively([&] { save_checkpoint(step); });
       if (saved) return end_early(saved, step);
-      return finish({"interrupted", "stop signal, checkpoint written", step});
+      return finish({"interrupted", fault.reason + ", checkpoint written", step});
     }
     case FaultKind::environment: {
       TrainResult result{"interrupted", fault.reason, step};
@@ -470,6 +476,9 @@ TrainResult TrainingRun::run() {
         done < r.steps)
       f = capture_fault([&] { save_checkpoint(done); });
     if (!f && done < r.steps && stop_requested()) f = {FaultKind::stop, "stop signal"};
+    if (!f && done < r.steps && config_.stop_after_steps > 0 &&
+        done - start_step_ >= config_.stop_after_steps)
+      f = {FaultKind::stop, "train.stop_after_steps reached"};
     if (const Fault agreed = agree_on_fault(comm_, f)) return end_early(agreed, done);
   }
   if (const Fault f = validate(r.steps, true)) return end_early(f, r.steps);
@@ -499,11 +508,12 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   std::optional<TrainingRun> run;
   Fault fault = agree_on_fault(comm, capture_fault([&] {
                                  const Backend backend = choose_backend(config.backend);
+                                 parse_precision(config.precision);  // before any file is made
                                  // One GPU per rank: node-local rank (over every run of the
                                  // sweep) modulo the node's GPUs.
                                  const int gpu =
                                      backend == Backend::cuda ? select_gpu(MPI_COMM_WORLD) : -1;
-                                 check_memory(config);
+                                 check_memory(config, backend == Backend::cuda);
                                  run.emplace(config, comm, verbose, backend, gpu);
                                }));
   if (!fault) fault = capture_fault([&] { result = run->run(); });

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # One-shot GPU check (doc/cuda.md): configure with -DDEPTHBENCH_CUDA=ON into build-gpu, build
-# the binary and the gpu tests, run `ctest -L gpu`, benchmark Pre-LN at the 400M shape
-# (L=24, d=1024, T=2048) and the deep-narrow L=70, d=640 shape, run the PyTorch reference on the
-# same shapes, and print one summary table (also written to $OUT/gpu_check_summary.txt when OUT
-# is set). Designed to finish in under 8 minutes on one H200: every stage has a timeout, and
-# stages are skipped (and say so) once the budget is spent.
+# the binary and the gpu tests, run `ctest -L gpu` (CUDA ops and every design's model against
+# the CPU backend, 20 training steps of every design against the CPU curve, resume, a GPU
+# checkpoint resumed on the CPU), benchmark the real model of Pre-LN, HC and Full AttnRes at the
+# 400M L = 24 shape (d = 1024, T = 2048) in bf16 and Pre-LN in fp32, run the PyTorch reference
+# on the same shape, and print one summary table (also written to $OUT/gpu_check_summary.txt
+# when OUT is set). Designed to finish in under 8 minutes on one H200: every stage has a
+# timeout, and stages are skipped (and say so) once the budget is spent.
 #
 # Environment: BUILD (build folder, default <repo>/build-gpu), JOBS (build parallelism),
-# BATCH (sequences per step, default 8), STEPS (timed steps, default 5), BUDGET_S (default 450).
+# BATCH (sequences per step, default 8), STEPS (timed steps, default 5), BUDGET_S (default 450),
+# SANITIZE=1 (run the gpu Boost tests under compute-sanitizer's memcheck instead).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
@@ -48,15 +51,22 @@ row "GPU" "${gpu:+found}${gpu:-NONE}" "${gpu:-no GPU: the gpu tests skip, the CU
 # 1. Configure and build.
 build_status=failed
 if stage configure 120 cmake -S "$ROOT" -B "$BUILD" -DDEPTHBENCH_CUDA=ON -DCMAKE_BUILD_TYPE=Release &&
-   stage build 300 cmake --build "$BUILD" -j "$JOBS" --target depthbench cuda_ops_test \
-     cuda_attention_test cuda_backend_test; then
+   stage build 300 cmake --build "$BUILD" -j "$JOBS" --target depthbench \
+     $(cd "$ROOT/tests/gpu" && ls *_test.cpp | sed 's/\.cpp$//'); then
   build_status=ok
 fi
 row "build (DEPTHBENCH_CUDA=ON, sm_90)" "$build_status" "$(elapsed)s elapsed"
 
 # 2. Parity tests.
 if [[ $build_status == ok ]]; then
-  stage ctest 180 ctest --test-dir "$BUILD" -L gpu --output-on-failure -V
+  if [[ ${SANITIZE:-0} == 1 ]]; then
+    for t in "$ROOT"/tests/gpu/*_test.cpp; do
+      t=$(basename "$t" .cpp)
+      stage "sanitize_$t" 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/$t"
+      row "memcheck $t" "$([[ $? == 0 ]] && echo pass || echo FAIL)" "compute-sanitizer"
+    done
+  fi
+  stage ctest 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure -V
   rc=$?
   summary=$(grep -E "tests passed|tests failed" "$LOGS/ctest.log" | tail -1)
   row "ctest -L gpu" "$([[ $rc == 0 ]] && echo pass || echo FAIL)" "${summary:-no summary (rc $rc)}"
@@ -65,41 +75,42 @@ if [[ $build_status == ok ]]; then
   row "parity errors" "-" "${worst:-n/a}"
 fi
 
-# 3. Benchmarks: DepthBench CUDA and PyTorch on the same shapes.
-bench_shape() {  # tag L d
-  local tag=$1 L=$2 d=$3
-  if [[ $build_status == ok ]]; then
-    stage "bench_$tag" 120 "$BUILD/depthbench" bench --backend cuda --model.arch pre_ln \
-      --model.n_layer "$L" --model.d_model "$d" --model.vocab_size 50304 --train.seq_len 2048 \
-      --train.micro_batch "$BATCH" --train.steps "$STEPS"
-    local line
-    line=$(grep -E "^tokens_per_second=" "$LOGS/bench_$tag.log" | tail -1)
-    local tps mfu
-    tps=$(sed -nE 's/.*tokens_per_second=([0-9.]+).*/\1/p' <<<"$line")
-    mfu=$(sed -nE 's/.*mfu=([0-9.]+%).*/\1/p' <<<"$line")
-    row "depthbench cuda $tag" "${tps:-FAIL}" "tokens/s, MFU ${mfu:-?} of 989 TFLOP/s"
-    eval "DB_TPS_$tag=${tps:-0}"
-  fi
-  for mode in eager compile; do
-    stage "pytorch_${mode}_$tag" 150 python3 "$ROOT/bench/pytorch_reference.py" --modes "$mode" \
-      --n_layer "$L" --d_model "$d" --seq_len 2048 --batch "$BATCH" --steps "$STEPS"
-    local pline ptps pmfu
-    pline=$(grep -E "^pytorch mode=" "$LOGS/pytorch_${mode}_$tag.log" | tail -1)
-    ptps=$(sed -nE 's/.*tokens_per_second=([0-9.]+).*/\1/p' <<<"$pline")
-    pmfu=$(sed -nE 's/.*mfu=([0-9.]+%).*/\1/p' <<<"$pline")
-    if [[ -z $ptps ]]; then
-      row "pytorch $mode $tag" "n/a" "$(grep -m1 -E "unavailable|Error|error" "$LOGS/pytorch_${mode}_$tag.log" | cut -c1-60)"
-    else
-      local db_tps
-      db_tps=$(eval "echo \${DB_TPS_$tag:-0}")
-      local ratio
-      ratio=$(awk -v a="$db_tps" -v b="$ptps" 'BEGIN{if(b>0) printf "%.2f", a/b; else print "?"}')
-      row "pytorch $mode $tag" "$ptps" "tokens/s, MFU ${pmfu:-?}; depthbench/pytorch = $ratio"
-    fi
-  done
+# 3. Benchmarks: the real model of several designs, and PyTorch on the same shape.
+bench_design() {  # tag arch precision L d
+  local tag=$1 arch=$2 precision=$3 L=$4 d=$5
+  [[ $build_status == ok ]] || return
+  stage "bench_$tag" 120 "$BUILD/depthbench" bench --backend cuda --model.arch "$arch" \
+    --model.n_layer "$L" --model.d_model "$d" --model.vocab_size 50304 --train.seq_len 2048 \
+    --train.micro_batch "$BATCH" --train.steps "$STEPS" --train.precision "$precision"
+  local line tps mfu mem
+  line=$(grep -E "^tokens_per_second=" "$LOGS/bench_$tag.log" | tail -1)
+  tps=$(sed -nE 's/.*tokens_per_second=([0-9.]+).*/\1/p' <<<"$line")
+  mfu=$(sed -nE 's/.*mfu=([0-9.]+%).*/\1/p' <<<"$line")
+  mem=$(sed -nE 's/.*device_memory_gib=([0-9.]+).*/\1/p' <<<"$line")
+  row "depthbench $tag" "${tps:-FAIL}" "tokens/s, MFU ${mfu:-?}, ${mem:-?} GiB on the GPU"
+  eval "DB_TPS_$tag=${tps:-0}"
 }
-bench_shape 400M_L24_d1024 24 1024
-bench_shape L70_d640 70 640
+bench_design pre_ln_bf16 pre_ln bf16 24 1024
+bench_design pre_ln_fp32 pre_ln fp32 24 1024
+bench_design hc_bf16 hc bf16 24 1024
+bench_design attnres_full_bf16 attnres_full bf16 24 1024
+for tag in pre_ln_fp32 hc_bf16 attnres_full_bf16; do
+  ratio=$(awk -v a="$(eval "echo \${DB_TPS_$tag:-0}")" -v b="${DB_TPS_pre_ln_bf16:-0}" \
+    'BEGIN{if(b>0) printf "%.2f", a/b; else print "?"}')
+  row "ratio $tag / pre_ln_bf16" "$ratio" "tokens/s, same run"
+done
+for mode in eager compile; do
+  stage "pytorch_$mode" 150 python3 "$ROOT/bench/pytorch_reference.py" --modes "$mode" \
+    --n_layer 24 --d_model 1024 --seq_len 2048 --batch "$BATCH" --steps "$STEPS"
+  pline=$(grep -E "^pytorch mode=" "$LOGS/pytorch_$mode.log" | tail -1)
+  ptps=$(sed -nE 's/.*tokens_per_second=([0-9.]+).*/\1/p' <<<"$pline")
+  if [[ -z $ptps ]]; then
+    row "pytorch $mode pre_ln" "n/a" "$(grep -m1 -E "unavailable|Error|error" "$LOGS/pytorch_$mode.log" | cut -c1-60)"
+  else
+    ratio=$(awk -v a="${DB_TPS_pre_ln_bf16:-0}" -v b="$ptps" 'BEGIN{if(b>0) printf "%.2f", a/b; else print "?"}')
+    row "pytorch $mode pre_ln" "$ptps" "tokens/s; depthbench bf16 / pytorch = $ratio"
+  fi
+done
 
 # 4. Summary.
 {

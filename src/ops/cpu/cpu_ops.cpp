@@ -136,11 +136,8 @@ class CpuOps final : public Ops<T> {
   }
   void sum_streams(T* out, const T* state, T scale, int64_t rows, int n, int d) override {
     for (int64_t r = 0; r < rows; ++r)
-      for (int j = 0; j < d; ++j) {
-        T sum = 0;
-        for (int s = 0; s < n; ++s) sum += state[(r * n + s) * d + j];
-        out[r * d + j] = scale == T(1) ? sum : T(sum * scale);
-      }
+      for (int j = 0; j < d; ++j)
+        out[r * d + j] = rows::sum_streams_at(state + r * n * d, scale, n, d, j);
   }
   void combine_streams(T* x, const T* H, const T* weights, int stride, int64_t rows, int n,
                        int d) override {

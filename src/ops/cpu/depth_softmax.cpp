@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "ops/rows/depth_softmax_rows.hpp"
 
 namespace db::cpu {
 
@@ -19,15 +20,13 @@ void depth_softmax_forward(T* h, T* weights, T* rstd, const T* const* sources, c
       const T* v = sources[i] + r * d;
       double sum_sq = 0, dot = 0;
       for (int j = 0; j < d; ++j) sum_sq += double(v[j]) * v[j];
-      const T rs = T(1.0 / std::sqrt(sum_sq / d + s.eps));
+      const T rs = rows::depth_key_rstd<T>(sum_sq, d, s.eps);
       rstd[r * m + i] = rs;
       // The key is rounded to T as a materialised RMSNorm output would be.
-      for (int j = 0; j < d; ++j) dot += double(query[j]) * T(key_gain[j] * v[j] * rs);
+      for (int j = 0; j < d; ++j) dot += rows::depth_logit_term(query[j], key_gain[j], v[j], rs);
       logit[i] = dot;
     }
-    const double mx = *std::max_element(logit.begin(), logit.end());
-    double total = 0;
-    for (int i = 0; i < m; ++i) total += (logit[i] = std::exp(logit[i] - mx));
+    const double total = rows::depth_softmax_exp_in_place(logit.data(), m);
     T* hr = h + r * d;
     std::fill(hr, hr + d, T(0));
     for (int i = 0; i < m; ++i) {
@@ -61,7 +60,7 @@ void depth_softmax_backward(T* const* dsources, T* dquery, T* dkey_gain, const T
         dw[i] = dot;
         mean_dw += double(w[i]) * dot;
       }
-      for (int i = 0; i < m; ++i) dlogit[i] = double(w[i]) * (dw[i] - mean_dw);
+      rows::depth_softmax_logit_grads(dlogit.data(), dw.data(), w, mean_dw, m);
       for (int i = 0; i < m; ++i) {
         const T* v = sources[i] + r * d;
         T* dv = dsources[i] + r * d;
@@ -76,7 +75,8 @@ void depth_softmax_backward(T* const* dsources, T* dquery, T* dkey_gain, const T
         }
         const double coef = rs * rs * rs * dot / d;
         for (int j = 0; j < d; ++j)
-          dv[j] += T(double(w[i]) * dhr[j] + rs * dlogit[i] * query[j] * key_gain[j] - coef * v[j]);
+          dv[j] += rows::depth_source_grad(w[i], dhr[j], rs, dlogit[i], query[j], key_gain[j], coef,
+                                           v[j]);
       }
     }
   });

@@ -1,7 +1,8 @@
 // Sinkhorn normalisation of mHC's residual mixing (spec §8): M = exp(logits − rowmax), then
 // `iters` × { rows ← rows / (rowsum + eps); columns ← columns / (colsum + eps) }. Computed in
 // float64 whatever T is (the spec asks for at least fp32) and differentiated through every
-// iteration; the backward recomputes the iterates per matrix instead of storing them.
+// iteration; the backward rebuilds the iterates of each matrix. The math is
+// ops/rows/sinkhorn_rows.hpp, shared with the CUDA kernel.
 #pragma once
 #include <cstdint>
 

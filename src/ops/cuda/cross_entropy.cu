@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <vector>
 
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
@@ -65,21 +66,16 @@ __global__ void sum_kernel(double* out, const float* values, int64_t n) {
   }
   if (threadIdx.x == 0) *out = partial[0];
 }
-}  // namespace
 
+// The chunked head pass: row_loss [rows] (device) for every row and, with dh, the gradients.
 template <class T>
-double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32_t* targets,
-                             const HeadShape& s, T* dh, float* dW, double grad_scale,
-                             cudaStream_t stream) {
-  if (s.rows <= 0) return 0.0;
+void head_pass(GemmHandle& gh, float* row_loss, const T* h, const T* W, const int32_t* targets,
+               const HeadShape& s, T* dh, float* dW, double grad_scale, cudaStream_t stream) {
   constexpr bool kFp32 = std::is_same_v<T, float>;
   const int64_t chunk = std::min(kChunkRows, s.rows);
-  float *logits = nullptr, *row_loss = nullptr;
+  float* logits = nullptr;
   T* dlogits = nullptr;
-  double* loss_sum = nullptr;
   CUDA_CHECK(cudaMallocAsync(&logits, size_t(chunk) * s.vocab * sizeof(float), stream));
-  CUDA_CHECK(cudaMallocAsync(&row_loss, size_t(s.rows) * sizeof(float), stream));
-  CUDA_CHECK(cudaMallocAsync(&loss_sum, sizeof(double), stream));
   if (dh) {
     if constexpr (kFp32)
       dlogits = logits;  // in place
@@ -102,17 +98,45 @@ double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32
              stream);
     }
   }
+  if (dlogits && dlogits != reinterpret_cast<T*>(logits))
+    CUDA_CHECK(cudaFreeAsync(dlogits, stream));
+  CUDA_CHECK(cudaFreeAsync(logits, stream));
+}
+}  // namespace
+
+template <class T>
+double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32_t* targets,
+                             const HeadShape& s, T* dh, float* dW, double grad_scale,
+                             cudaStream_t stream) {
+  if (s.rows <= 0) return 0.0;
+  float* row_loss = nullptr;
+  double* loss_sum = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  CUDA_CHECK(cudaMallocAsync(&loss_sum, sizeof(double), stream));
+  head_pass(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
   sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
   CUDA_CHECK_LAUNCH();
   double result = 0;
   CUDA_CHECK(cudaMemcpyAsync(&result, loss_sum, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  if (dlogits && dlogits != reinterpret_cast<T*>(logits))
-    CUDA_CHECK(cudaFreeAsync(dlogits, stream));
-  CUDA_CHECK(cudaFreeAsync(logits, stream));
   CUDA_CHECK(cudaFreeAsync(row_loss, stream));
   CUDA_CHECK(cudaFreeAsync(loss_sum, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
+}
+
+template <class T>
+void lm_head_row_losses(GemmHandle& gh, double* losses, const T* h, const T* W,
+                        const int32_t* targets, const HeadShape& s, cudaStream_t stream) {
+  if (s.rows <= 0) return;
+  float* row_loss = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  head_pass<T>(gh, row_loss, h, W, targets, s, nullptr, nullptr, 0.0, stream);
+  std::vector<float> host(s.rows);
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), row_loss, size_t(s.rows) * sizeof(float),
+                             cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::copy(host.begin(), host.end(), losses);
 }
 
 template <class T>
@@ -127,6 +151,10 @@ template double lm_head_cross_entropy<float>(GemmHandle&, const float*, const fl
                                              double, cudaStream_t);
 template double lm_head_cross_entropy<bf16>(GemmHandle&, const bf16*, const bf16*, const int32_t*,
                                             const HeadShape&, bf16*, float*, double, cudaStream_t);
+template void lm_head_row_losses<float>(GemmHandle&, double*, const float*, const float*,
+                                        const int32_t*, const HeadShape&, cudaStream_t);
+template void lm_head_row_losses<bf16>(GemmHandle&, double*, const bf16*, const bf16*,
+                                       const int32_t*, const HeadShape&, cudaStream_t);
 template void lm_head_logits<float>(GemmHandle&, float*, const float*, const float*,
                                     const HeadShape&, cudaStream_t);
 template void lm_head_logits<bf16>(GemmHandle&, float*, const bf16*, const bf16*, const HeadShape&,

@@ -21,6 +21,11 @@ double lm_head_cross_entropy(GemmHandle& gemm_handle, const T* h, const T* W,
                              const int32_t* targets, const HeadShape& s, T* dh, float* dW,
                              double grad_scale, cudaStream_t stream = nullptr);
 
+// Each row's loss (0 where target < 0) into host memory losses[rows] (synchronises the stream).
+template <class T>
+void lm_head_row_losses(GemmHandle& gemm_handle, double* losses, const T* h, const T* W,
+                        const int32_t* targets, const HeadShape& s, cudaStream_t stream = nullptr);
+
 // Plain fp32 logits [rows, vocab] (tests, diagnostics).
 template <class T>
 void lm_head_logits(GemmHandle& gemm_handle, float* logits, const T* h, const T* W,

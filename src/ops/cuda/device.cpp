@@ -50,4 +50,10 @@ size_t device_memory_used() {
   return total_bytes - free_bytes;
 }
 
+size_t device_memory_total() {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return total_bytes;
+}
+
 }  // namespace db::cuda

@@ -23,5 +23,7 @@ int select_device(MPI_Comm comm);
 std::string device_name(int device);
 // Bytes in use on the current device (total − free, from cudaMemGetInfo).
 size_t device_memory_used();
+// Capacity of the current device in bytes.
+size_t device_memory_total();
 
 }  // namespace db::cuda

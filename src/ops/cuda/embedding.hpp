@@ -12,8 +12,9 @@ template <class TX, class TE>
 void embedding_forward(TX* x, const int32_t* tokens, const TE* E, int64_t N, int d,
                        cudaStream_t stream = nullptr);
 
-// dE[token] += dx[row] for every row (fp32 atomics: the order of additions into one token's
-// row is not fixed, so the sum is reproducible only to rounding).
+// dE[token] += dx[row] for every row, deterministic: a stable sort of the rows by token, then
+// each token's rows are added in row order (the CPU's order) by one thread per value, no
+// atomics. Tokens must lie in [0, rows of dE).
 template <class TX>
 void embedding_backward(float* dE, const int32_t* tokens, const TX* dx, int64_t N, int d,
                         cudaStream_t stream = nullptr);

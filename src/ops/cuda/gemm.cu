@@ -21,7 +21,8 @@ struct GemmHandle::Plan {
   }
 };
 
-GemmHandle::GemmHandle(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
+GemmHandle::GemmHandle(size_t workspace_bytes, bool bf16_math)
+    : workspace_bytes_(workspace_bytes), bf16_math_(bf16_math) {
   CUBLAS_CHECK(cublasLtCreate(&lt_));
   CUBLAS_CHECK(cublasCreate(&blas_));
   // Parity mode relies on true fp32 products: keep TF32 off in the fallback path.
@@ -68,13 +69,16 @@ void gemm_impl(GemmHandle& h, bool trans_a, bool trans_b, int M, int N, int K, f
                             ldc,
                             alignment_of(A) * 1000 + alignment_of(B),
                             alignment_of(C)};
+  // fp32 operands in bf16 mode: tensor cores round the inputs to bf16 and accumulate in fp32.
+  const cublasComputeType_t compute =
+      !kInBf16 && h.bf16_math() ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   GemmHandle::Plan* plan = h.plan(key);
   if (!plan->ready) {
     plan->ready = true;
     // First use of this key: build descriptors and ask the heuristic for one algorithm.
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
     // cuBLAS operand "A" is our B, operand "B" is our A.
     CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
@@ -118,7 +122,7 @@ void gemm_impl(GemmHandle& h, bool trans_a, bool trans_b, int M, int N, int K, f
   CUBLAS_CHECK(cublasSetStream(h.blas(), stream));
   CUBLAS_CHECK(cublasGemmEx(h.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ta, ldb, A, ta,
-                            lda, &beta, C, tc, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                            lda, &beta, C, tc, ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Row-major GEMM on cuBLASLt, mirroring cpu::gemm: C[M,N] = alpha·op(A)[M,K]·op(B)[K,N] + beta·C
 // with fp32 accumulation. Three precision combinations:
-//   float × float → float   parity mode: CUBLAS_COMPUTE_32F, TF32 off (bit-for-bit fp32 FMAs)
+//   float × float → float   parity mode: CUBLAS_COMPUTE_32F, TF32 off (bit-for-bit fp32 FMAs);
+//                           with bf16_math, CUBLAS_COMPUTE_32F_FAST_16BF (bf16 tensor cores)
 //   bf16  × bf16  → bf16    training activations
 //   bf16  × bf16  → float   weight gradients (accumulated into the fp32 master grads, beta = 1)
 // A plan (descriptors + heuristic algorithm) is cached per shape, alignment and type; when
@@ -21,7 +22,9 @@ namespace db::cuda {
 
 class GemmHandle {
  public:
-  explicit GemmHandle(size_t workspace_bytes = size_t(32) << 20);
+  // bf16_math: float products run on bf16 tensor cores (inputs rounded to bf16, fp32
+  // accumulation), the training precision of the fp32-storage model.
+  explicit GemmHandle(size_t workspace_bytes = size_t(32) << 20, bool bf16_math = false);
   ~GemmHandle();
   GemmHandle(const GemmHandle&) = delete;
   GemmHandle& operator=(const GemmHandle&) = delete;
@@ -35,12 +38,14 @@ class GemmHandle {
   cublasHandle_t blas() const { return blas_; }
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
+  bool bf16_math() const { return bf16_math_; }
 
  private:
   cublasLtHandle_t lt_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  bool bf16_math_ = false;
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
 

@@ -6,6 +6,11 @@
 
 #include "ops/cuda/types.hpp"
 
+// for (i = this thread's first index; i < count; i += all threads of the grid)
+#define DB_GRID_STRIDE_LOOP(i, count)                                           \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (count); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
 namespace db::cuda::detail {
 
 __device__ __forceinline__ float to_float(float x) {
@@ -25,7 +30,8 @@ __device__ __forceinline__ bf16 from_float<bf16>(float x) {
   return __float2bfloat16(x);  // round to nearest even
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
+template <class V>  // float, or double where a reduction mirrors the CPU's double accumulators
+__device__ __forceinline__ V warp_sum(V v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
@@ -37,15 +43,24 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// ⟨a, b⟩ over `count` values by one warp, in double; every lane gets the result.
+template <class T>
+__device__ __forceinline__ double warp_dot(const T* a, const T* b, int count) {
+  double sum = 0;
+  for (int e = threadIdx.x & 31; e < count; e += 32) sum += double(a[e]) * double(b[e]);
+  return warp_sum(sum);
+}
+
 // Sum over the whole block (blockDim.x a multiple of 32, ≤ 1024); every thread gets the
-// result. `scratch` holds 32 floats; the function synchronises before reusing it.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// result. `scratch` holds 32 values; the function synchronises before reusing it.
+template <class V>  // float or double
+__device__ __forceinline__ V block_sum(V v, V* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   v = warp_sum(v);
   __syncthreads();  // scratch may still be read by a previous call
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < warps ? scratch[lane] : 0.f;
+  v = lane < warps ? scratch[lane] : V(0);
   return warp_sum(v);
 }
 __device__ __forceinline__ float block_max(float v, float* scratch) {

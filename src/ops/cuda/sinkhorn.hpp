@@ -1,7 +1,7 @@
-// Sinkhorn normalisation of mHC's residual mixing matrix (spec §8), per token, fp32:
-// M = exp(logits − rowmax), then `iterations` rounds of (row normalisation, column
-// normalisation), each dividing by (sum + eps). The backward differentiates through every
-// iteration (recomputing the forward states, nothing stored) and through the row max.
+// Sinkhorn normalisation of mHC's residual mixing matrix (spec §8) per token on the GPU, with
+// the row functions of ops/rows/sinkhorn_rows.hpp that the CPU runs too (double precision, the
+// row max differentiated like torch.amax): one thread per token; the backward recomputes the
+// forward iterates (nothing stored), O(iterations²) small steps per token.
 #pragma once
 #include <cstdint>
 
@@ -11,9 +11,9 @@ namespace db::cuda {
 
 // logits, out: [N, n, n] row-major per token; n ≤ 8.
 void sinkhorn_forward(float* out, const float* logits, int64_t N, int n, int iterations = 20,
-                      float eps = 1e-6f, cudaStream_t stream = nullptr);
+                      double eps = 1e-6, cudaStream_t stream = nullptr);
 // dlogits overwritten.
 void sinkhorn_backward(float* dlogits, const float* dout, const float* logits, int64_t N, int n,
-                       int iterations = 20, float eps = 1e-6f, cudaStream_t stream = nullptr);
+                       int iterations = 20, double eps = 1e-6, cudaStream_t stream = nullptr);
 
 }  // namespace db::cuda

@@ -12,6 +12,14 @@
 
 namespace db::rows {
 
+// scale·Σ_s state[s, e]: value e of the plain stream sum of one token (the readout).
+template <class T>
+DB_HD T sum_streams_at(const T* state, T scale, int n, int d, int e) {
+  T sum = T(0);
+  for (int s = 0; s < n; ++s) sum += state[s * d + e];
+  return scale == T(1) ? sum : T(sum * scale);
+}
+
 // Σ_s w[s·stride]·H[s, e]: value e of the weighted stream sum of one token.
 template <class T>
 DB_HD T combine_streams_at(const T* H, const T* w, int stride, int n, int d, int e) {

@@ -1,0 +1,234 @@
+#include "ops/cuda/cuda_ops.hpp"
+
+#include <tuple>
+
+#include "ops/cuda/attention.hpp"
+#include "ops/cuda/cross_entropy.hpp"
+#include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/depth_softmax.hpp"
+#include "ops/cuda/elementwise.hpp"
+#include "ops/cuda/embedding.hpp"
+#include "ops/cuda/gemm.hpp"
+#include "ops/cuda/moda_attention.hpp"
+#include "ops/cuda/rmsnorm.hpp"
+#include "ops/cuda/rope.hpp"
+#include "ops/cuda/sinkhorn.hpp"
+#include "ops/cuda/stream_coefficients.hpp"
+#include "ops/cuda/stream_kernels.hpp"
+#include "ops/cuda/swiglu.hpp"
+
+namespace db::cuda {
+namespace {
+
+// Every op is enqueued on one stream (the legacy default stream, which also orders the
+// synchronous copies of core/memory.cpp); only the ops that return host values synchronise.
+class CudaOps final : public Ops<float> {
+ public:
+  explicit CudaOps(Precision precision)
+      : gemm_(size_t(32) << 20, /*bf16_math=*/precision == Precision::bf16) {}
+  MemorySpace space() const override { return MemorySpace::cuda; }
+  const char* name() const override { return "cuda"; }
+
+  // --- products ---
+  void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+            const float* B, int ldb, float beta, float* C, int ldc) override {
+    cuda::gemm(gemm_, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
+  }
+  void linear_forward(float* y, const float* x, const float* W, int64_t rows, int in,
+                      int out) override {
+    cuda::linear_forward(gemm_, y, x, W, rows, in, out, stream_);
+  }
+  void linear_backward(float* dx, float* dW, const float* dy, const float* x, const float* W,
+                       int64_t rows, int in, int out, bool accumulate_dx) override {
+    cuda::linear_backward(gemm_, dx, dW, dy, x, W, rows, in, out, accumulate_dx, stream_);
+  }
+
+  // --- norms ---
+  void rmsnorm_forward(float* y, float* rstd, const float* x, const float* gain, int64_t rows,
+                       int width, double eps) override {
+    cuda::rmsnorm_forward(y, rstd, x, gain, rows, width, eps, stream_);
+  }
+  void rmsnorm_backward(float* dx, float* dgain, const float* dy, const float* x, const float* gain,
+                        const float* rstd, int64_t rows, int width, bool accumulate_dx) override {
+    cuda::rmsnorm_backward(dx, dgain, dy, x, gain, rstd, rows, width, accumulate_dx, stream_);
+  }
+  void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* gain,
+                         int64_t rows, int width, double eps) override {
+    cuda::layernorm_forward(y, mean, rstd, x, gain, rows, width, eps, stream_);
+  }
+  void layernorm_backward(float* dx, float* dgain, const float* dy, const float* x,
+                          const float* gain, const float* mean, const float* rstd, int64_t rows,
+                          int width, bool accumulate_dx) override {
+    cuda::layernorm_backward(dx, dgain, dy, x, gain, mean, rstd, rows, width, accumulate_dx,
+                             stream_);
+  }
+
+  // --- attention sublayer pieces ---
+  void rope(float* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
+            bool inverse) override {
+    if (std::tie(rope_.seq_len, rope_.head_dim, rope_theta_) !=
+        std::tie(seq_len, head_dim, theta)) {
+      // The old tables may still be read by queued kernels: wait before freeing them.
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      rope_ = RopeTable(seq_len, head_dim, theta);
+      rope_theta_ = theta;
+    }
+    rope_apply(x, rope_, batch, seq_len, heads, inverse, stream_);
+  }
+  void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                         const AttentionShape& s) override {
+    cuda::attention_forward(o, lse, q, k, v, s, stream_);
+  }
+  void attention_backward(float* dq, float* dk, float* dv, const float* d_o, const float* o,
+                          const float* lse, const float* q, const float* k, const float* v,
+                          const AttentionShape& s) override {
+    cuda::attention_backward(dq, dk, dv, d_o, o, lse, q, k, v, s, stream_);
+  }
+  void moda_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                              const float* depth_k, const float* depth_v,
+                              const ModaShape& s) override {
+    cuda::moda_attention_forward(o, lse, q, k, v, depth_k, depth_v, s, stream_);
+  }
+  void moda_attention_backward(float* dq, float* dk, float* dv, float* d_depth_k, float* d_depth_v,
+                               const float* d_o, const float* o, const float* lse, const float* q,
+                               const float* k, const float* v, const float* depth_k,
+                               const float* depth_v, const ModaShape& s) override {
+    cuda::moda_attention_backward(dq, dk, dv, d_depth_k, d_depth_v, d_o, o, lse, q, k, v, depth_k,
+                                  depth_v, s, stream_);
+  }
+  void swiglu_forward(float* h, const float* a, const float* b, int64_t count) override {
+    cuda::swiglu_forward(h, a, b, count, stream_);
+  }
+  void swiglu_backward(float* da, float* db, const float* dh, const float* a, const float* b,
+                       int64_t count) override {
+    cuda::swiglu_backward(da, db, dh, a, b, count, stream_);
+  }
+
+  // --- embedding and LM head ---
+  void embedding_forward(float* x, const int32_t* tokens, const float* table, int64_t rows,
+                         int d) override {
+    cuda::embedding_forward(x, tokens, table, rows, d, stream_);
+  }
+  void embedding_backward(float* dtable, const int32_t* tokens, const float* dx, int64_t rows,
+                          int d) override {
+    cuda::embedding_backward(dtable, tokens, dx, rows, d, stream_);
+  }
+  double cross_entropy(const float* h, const float* W, const int32_t* targets, const HeadShape& s,
+                       float* dh, float* dW, double grad_scale) override {
+    return lm_head_cross_entropy(gemm_, h, W, targets, s, dh, dW, grad_scale, stream_);
+  }
+  void cross_entropy_rows(double* losses, const float* h, const float* W, const int32_t* targets,
+                          const HeadShape& s) override {
+    lm_head_row_losses(gemm_, losses, h, W, targets, s, stream_);
+  }
+  void logits(float* out, const float* h, const float* W, const HeadShape& s) override {
+    lm_head_logits(gemm_, out, h, W, s, stream_);
+  }
+
+  // --- element-wise ---
+  void copy(float* dst, const float* src, int64_t count) override {
+    if (dst == src || count <= 0) return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(count) * sizeof(float), cudaMemcpyDeviceToDevice,
+                               stream_));
+  }
+  void axpby(float* y, float a, const float* x, float b, int64_t count) override {
+    cuda::axpby(y, a, x, b, count, stream_);
+  }
+  void copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
+                 int width) override {
+    if (rows <= 0 || width <= 0) return;
+    if (rows == 1) return copy(dst, src, width);  // a pitch may be shorter than one row
+    CUDA_CHECK(cudaMemcpy2DAsync(dst, size_t(dst_stride) * sizeof(float), src,
+                                 size_t(src_stride) * sizeof(float), size_t(width) * sizeof(float),
+                                 size_t(rows), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  // --- the n-stream state ---
+  void broadcast_streams(float* state, const float* x, int64_t rows, int n, int d) override {
+    cuda::broadcast_streams(state, x, rows, n, d, stream_);
+  }
+  void sum_streams(float* out, const float* state, float scale, int64_t rows, int n,
+                   int d) override {
+    cuda::sum_streams(out, state, scale, rows, n, d, stream_);
+  }
+  void combine_streams(float* x, const float* H, const float* weights, int stride, int64_t rows,
+                       int n, int d) override {
+    cuda::combine_streams(x, H, weights, stride, rows, n, d, stream_);
+  }
+  void combine_streams_backward(float* dweights, float* dH, const float* dx, const float* H,
+                                const float* weights, int stride, int64_t rows, int n,
+                                int d) override {
+    cuda::combine_streams_backward(dweights, dH, dx, H, weights, stride, rows, n, d, stream_);
+  }
+  void mix_streams(float* out, const float* H, const float* y, const float* post, const float* mix,
+                   StreamMapLayout map, int64_t rows, int n, int d) override {
+    cuda::mix_streams(out, H, y, post, mix, map, rows, n, d, stream_);
+  }
+  void mix_streams_backward(float* dy, float* dpost, float* dmix, float* dH, const float* g,
+                            const float* H, const float* y, const float* post, const float* mix,
+                            StreamMapLayout map, int64_t rows, int n, int d) override {
+    cuda::mix_streams_backward(dy, dpost, dmix, dH, g, H, y, post, mix, map, rows, n, d, stream_);
+  }
+
+  // --- HC and mHC coefficients ---
+  void hc_coefficients(float* alpha, float* beta, float* ta, float* tb, const float* static_alpha,
+                       const float* static_beta, const float* s_alpha, const float* s_beta,
+                       int64_t rows, int n) override {
+    cuda::hc_coefficients(alpha, beta, ta, tb, static_alpha, static_beta, s_alpha, s_beta, rows, n,
+                          stream_);
+  }
+  void hc_coefficients_backward(float* dza, float* dzb, float* dstatic_alpha, float* dstatic_beta,
+                                float* ds_alpha, float* ds_beta, const float* dalpha,
+                                const float* dbeta, const float* ta, const float* tb,
+                                const float* s_alpha, const float* s_beta, int64_t rows,
+                                int n) override {
+    cuda::hc_coefficients_backward(dza, dzb, dstatic_alpha, dstatic_beta, ds_alpha, ds_beta, dalpha,
+                                   dbeta, ta, tb, s_alpha, s_beta, rows, n, stream_);
+  }
+  void mhc_coefficients(float* pre, float* post, float* res_logits, const float* z,
+                        const float* gates, const float* bias, int64_t rows, int n) override {
+    cuda::mhc_coefficients(pre, post, res_logits, z, gates, bias, rows, n, stream_);
+  }
+  void mhc_coefficients_backward(float* dz, float* dgates, float* dbias, const float* dpre,
+                                 const float* dpost, const float* dres_logits, const float* z,
+                                 const float* pre, const float* post, const float* gates,
+                                 int64_t rows, int n) override {
+    cuda::mhc_coefficients_backward(dz, dgates, dbias, dpre, dpost, dres_logits, z, pre, post,
+                                    gates, rows, n, stream_);
+  }
+  void sinkhorn_forward(float* out, const float* logits, const SinkhornShape& s) override {
+    cuda::sinkhorn_forward(out, logits, s.count, s.n, s.iters, s.eps, stream_);
+  }
+  void sinkhorn_backward(float* dlogits, const float* dout, const float* logits,
+                         const SinkhornShape& s) override {
+    cuda::sinkhorn_backward(dlogits, dout, logits, s.count, s.n, s.iters, s.eps, stream_);
+  }
+
+  // --- AttnRes depth softmax ---
+  void depth_softmax_forward(float* h, float* weights, float* rstd, const float* const* sources,
+                             const float* query, const float* key_gain,
+                             const DepthMixShape& s) override {
+    cuda::depth_softmax_forward(h, weights, rstd, sources, query, key_gain, s, stream_);
+  }
+  void depth_softmax_backward(float* const* dsources, float* dquery, float* dkey_gain,
+                              const float* dh, const float* const* sources, const float* weights,
+                              const float* rstd, const float* query, const float* key_gain,
+                              const DepthMixShape& s) override {
+    cuda::depth_softmax_backward(dsources, dquery, dkey_gain, dh, sources, weights, rstd, query,
+                                 key_gain, s, stream_);
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;  // the legacy default stream
+  GemmHandle gemm_;
+  RopeTable rope_;
+  double rope_theta_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Ops<float>> make_cuda_ops(Precision precision) {
+  return std::make_unique<CudaOps>(precision);
+}
+
+}  // namespace db::cuda
