@@ -23,8 +23,8 @@ int64_t chosen_token(const tokenizer::Tokenizer& tok, const po::variables_map& v
     auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(&tok);
     DB_REQUIRE(bpe, std::string("--") + text_option + " applies to BPE tokenizers");
     const int64_t id = bpe->token_id(text);
-    DB_REQUIRE(id >= 0, std::string("--") + text_option + " '" + text +
-                            "' is not in the vocabulary");
+    DB_REQUIRE(id >= 0,
+               std::string("--") + text_option + " '" + text + "' is not in the vocabulary");
     return id;
   }
   if (!vm.count(id_option)) return -1;
@@ -67,13 +67,13 @@ int run_tokenize_command(int argc, char** argv) {
       "at most this many tokens per shard (0: one shard per split; llmc: 100000000)")(
       "bos", po::bool_switch(&bos),
       "put the tokenizer's beginning-of-sequence token before every document")(
-      "bos-id", po::value<int64_t>(), "--bos with this id")(
-      "bos-token", po::value<std::string>(), "--bos with the token of this text")(
+      "bos-id", po::value<int64_t>(), "--bos with this id")("bos-token", po::value<std::string>(),
+                                                            "--bos with the token of this text")(
       "eod-id", po::value<int64_t>(), "end-of-document id (default: the <|endoftext|> token)")(
       "eod-token", po::value<std::string>(), "end-of-document token given by its text")(
       "threads", po::value(&options.threads)->default_value(0),
-      "encoding threads per rank (0: the cores the rank may use)")(
-      "quiet", po::bool_switch(&quiet), "no progress line")(
+      "encoding threads per rank (0: the cores the rank may use)")("quiet", po::bool_switch(&quiet),
+                                                                   "no progress line")(
       "out", po::value(&options.out_dir)->required(), "output directory");
   po::variables_map vm;
   if (const auto stop = parse_command_line("tokenize", argc, argv, described, vm)) return *stop;

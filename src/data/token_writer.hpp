@@ -25,7 +25,7 @@ class TokenFileWriter {
   TokenFileWriter(const TokenFileWriter&) = delete;
   TokenFileWriter& operator=(const TokenFileWriter&) = delete;
 
-  void append(std::span<const uint32_t> ids);  // narrowed to the dtype, checked to fit
+  void append(std::span<const uint32_t> ids);             // narrowed to the dtype, checked to fit
   void append_bytes(const void* data, std::size_t size);  // ids already in the dtype
   // `durable`: fsync file and folder (skipped for scratch files that never outlive a run).
   void commit(bool durable = true);

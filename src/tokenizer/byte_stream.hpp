@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace db::tokenizer {
 
@@ -49,6 +51,24 @@ class FileReader {
  private:
   std::string path_;
   int fd_ = -1;
+};
+
+// The raw bytes of a compressed file, one buffer at a time, for a decompressing stream.
+class CompressedInput {
+ public:
+  CompressedInput(const std::string& path, std::size_t buffer_bytes)
+      : file_(path, 0), buffer_(buffer_bytes) {}
+  // The next bytes of the file, empty at its end; `bytes_read` grows by their count.
+  std::span<const char> next(int64_t& bytes_read) {
+    const std::size_t n = file_.read(buffer_.data(), buffer_.size());
+    bytes_read += static_cast<int64_t>(n);
+    return {buffer_.data(), n};
+  }
+  const std::string& path() const { return file_.path(); }
+
+ private:
+  FileReader file_;
+  std::vector<char> buffer_;
 };
 
 }  // namespace db::tokenizer

@@ -141,9 +141,9 @@ class RankEncoder {
 // Per-rank figures exchanged after encoding, in one fixed order.
 std::vector<int64_t> pack(const DocumentCounts& c, const RankEncoder& e, int64_t train_tokens,
                           int64_t val_tokens) {
-  return {c.documents,        c.empty_documents,    c.malformed_json,  c.not_an_object,
-          c.missing_field,    c.field_not_string,   c.invalid_utf8,    c.input_bytes,
-          e.documents_train(), e.documents_val(), train_tokens, val_tokens};
+  return {c.documents,         c.empty_documents,  c.malformed_json, c.not_an_object,
+          c.missing_field,     c.field_not_string, c.invalid_utf8,   c.input_bytes,
+          e.documents_train(), e.documents_val(),  train_tokens,     val_tokens};
 }
 constexpr int kTrainTokens = 10, kValTokens = 11;
 
@@ -160,8 +160,8 @@ int default_thread_count(MPI_Comm comm) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   const int hardware = std::max(1, int(std::thread::hardware_concurrency()));
-  const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed)
-                                                                        : hardware;
+  const int cpus =
+      sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : hardware;
   if (cpus < hardware) return std::max(1, cpus);  // bound by the launcher: these cores are ours
   MPI_Comm node;
   MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -200,8 +200,8 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     splittable.push_back(formats.back() == InputFormat::jsonl &&
                          compression_of(file.path) == Compression::none);
   }
-  const bool mixed = std::adjacent_find(formats.begin(), formats.end(),
-                                        std::not_equal_to<>()) != formats.end();
+  const bool mixed =
+      std::adjacent_find(formats.begin(), formats.end(), std::not_equal_to<>()) != formats.end();
   options.documents.format = formats.front();
 
   CorpusSummary summary;
@@ -241,12 +241,12 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     if (val) val->finish();
 
     // Every rank learns where each spool sits in its split, then writes its share of shards.
-    std::vector<int64_t> mine = pack(reader.counts(), reader, train.tokens(),
-                                     val ? val->tokens() : 0);
+    std::vector<int64_t> mine =
+        pack(reader.counts(), reader, train.tokens(), val ? val->tokens() : 0);
     const int fields = static_cast<int>(mine.size());
     all.resize(size_t(fields) * ranks);
-    MPI_CHECK(MPI_Allgather(mine.data(), fields, MPI_INT64_T, all.data(), fields, MPI_INT64_T,
-                            comm));
+    MPI_CHECK(
+        MPI_Allgather(mine.data(), fields, MPI_INT64_T, all.data(), fields, MPI_INT64_T, comm));
     std::vector<Shard> shards;
     for (const std::string split : {"train", "val"}) {
       if (split == "val" && options.val_fraction <= 0) continue;
@@ -274,8 +274,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     MPI_CHECK(MPI_Allreduce(&seconds, &summary.seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
     if (rank == 0)
       write_corpus_manifest({options, tokenizer, summary,
-                             mixed ? "mixed" : to_string(options.documents.format), ranks,
-                             shards});
+                             mixed ? "mixed" : to_string(options.documents.format), ranks, shards});
   }
   MPI_CHECK(MPI_Barrier(comm));
   return summary;

@@ -22,8 +22,8 @@ struct CorpusOptions {
   double val_fraction = 0.0;        // share of documents written to the val shards
   uint64_t seed = 0;                // of the validation split
   data::TokenFormat output_format = data::TokenFormat::npy;
-  std::string dtype = "auto";  // auto: uint16 when the vocabulary fits, else uint32
-  int64_t shard_tokens = 0;    // ids per shard at most; 0: one shard per split (llm.c: 10^8)
+  std::string dtype = "auto";      // auto: uint16 when the vocabulary fits, else uint32
+  int64_t shard_tokens = 0;        // ids per shard at most; 0: one shard per split (llm.c: 10^8)
   std::optional<uint32_t> bos_id;  // put before every document when set
   int threads = 0;                 // encoding threads per rank; 0: from the cores it may use
   bool progress = true;            // the progress line on stderr (rank 0)

@@ -47,8 +47,7 @@ void write_corpus_manifest(const ManifestContents& m) {
       << "field_not_string = " << c.field_not_string << "\n"
       << "invalid_utf8_repaired = " << c.invalid_utf8 << "\n"
       << "\n[shards]\n";
-  for (const Shard& shard : m.shards)
-    out << shard.name << " = " << shard.end - shard.begin << "\n";
+  for (const Shard& shard : m.shards) out << shard.name << " = " << shard.end - shard.begin << "\n";
   const std::filesystem::path path = std::filesystem::path(options.out_dir) / "manifest.ini";
   const std::string tmp = path.string() + ".tmp";
   {

@@ -42,7 +42,8 @@ std::string CorpusProgress::line(int64_t bytes_done, int64_t tokens_done) const 
   if (ranks_ > 1) text += " (rank 0's share of " + std::to_string(ranks_) + ")";
   text += ", " + human(double(tokens_done), " tokens");
   if (elapsed > 0) text += ", " + human(tokens_done / elapsed, " tokens/s");
-  if (fraction > 0 && fraction < 1) text += ", ETA " + format_duration(elapsed / fraction * (1 - fraction));
+  if (fraction > 0 && fraction < 1)
+    text += ", ETA " + format_duration(elapsed / fraction * (1 - fraction));
   return text;
 }
 

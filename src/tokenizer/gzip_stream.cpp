@@ -2,8 +2,6 @@
 // `cat a.gz b.gz` and pigz produce) are one stream, as gzip -d reads them.
 #include <zlib.h>
 
-#include <vector>
-
 #include "core/error.hpp"
 #include "tokenizer/byte_stream.hpp"
 
@@ -12,7 +10,7 @@ namespace {
 
 class GzipStream final : public ByteStream {
  public:
-  explicit GzipStream(const std::string& path) : file_(path, 0), input_(1 << 18) {
+  explicit GzipStream(const std::string& path) : input_(path, 1 << 18) {
     DB_REQUIRE(inflateInit2(&z_, 16 + MAX_WBITS) == Z_OK, "zlib: cannot start inflating " + path);
   }
   ~GzipStream() override { inflateEnd(&z_); }
@@ -24,12 +22,12 @@ class GzipStream final : public ByteStream {
       if (z_.avail_in == 0 && !refill()) {
         // A clean end only right after a member's end (or an empty file, refused below).
         DB_REQUIRE(between_members_ && members_ > 0,
-                   "truncated gzip input " + file_.path() + " (it ends inside compressed data)");
+                   "truncated gzip input " + input_.path() + " (it ends inside compressed data)");
         finished_ = true;
         break;
       }
       if (between_members_) {  // bytes after a member: the next member begins
-        DB_REQUIRE(inflateReset(&z_) == Z_OK, "zlib: cannot restart inflating " + file_.path());
+        DB_REQUIRE(inflateReset(&z_) == Z_OK, "zlib: cannot restart inflating " + input_.path());
         between_members_ = false;
       }
       const int status = inflate(&z_, Z_NO_FLUSH);
@@ -38,8 +36,8 @@ class GzipStream final : public ByteStream {
         ++members_;
       } else {
         DB_REQUIRE(status == Z_OK || status == Z_BUF_ERROR,
-                   "corrupt gzip input " + file_.path() + " (zlib: " +
-                       (z_.msg ? z_.msg : zError(status)) + ")");
+                   "corrupt gzip input " + input_.path() +
+                       " (zlib: " + (z_.msg ? z_.msg : zError(status)) + ")");
       }
     }
     return capacity - z_.avail_out;
@@ -47,15 +45,13 @@ class GzipStream final : public ByteStream {
 
  private:
   bool refill() {
-    const std::size_t n = file_.read(input_.data(), input_.size());
-    file_bytes_read_ += static_cast<int64_t>(n);
-    z_.next_in = reinterpret_cast<Bytef*>(input_.data());
-    z_.avail_in = static_cast<uInt>(n);
-    return n > 0;
+    const std::span<const char> bytes = input_.next(file_bytes_read_);
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+    z_.avail_in = static_cast<uInt>(bytes.size());
+    return !bytes.empty();
   }
 
-  FileReader file_;
-  std::vector<char> input_;
+  CompressedInput input_;
   z_stream z_{};
   bool between_members_ = false, finished_ = false;
   int members_ = 0;

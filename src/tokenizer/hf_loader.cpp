@@ -161,8 +161,8 @@ std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
   }
   if (const std::string bos = bos_token_of(root.find("post_processor")); !bos.empty()) {
     const int64_t id = tokenizer->token_id(bos);
-    DB_REQUIRE(id >= 0, path + ": post_processor's token '" + printable(bos) +
-                            "' is not in the vocabulary");
+    DB_REQUIRE(id >= 0,
+               path + ": post_processor's token '" + printable(bos) + "' is not in the vocabulary");
     tokenizer->set_bos_id(static_cast<uint32_t>(id));
   }
   return tokenizer;

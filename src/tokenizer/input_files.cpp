@@ -38,8 +38,8 @@ void take(const fs::path& path, const fs::path& root, std::vector<InputFile>& ou
     for (const fs::directory_entry& entry : sorted_entries(path)) take(entry.path(), root, out);
   } else if (fs::is_regular_file(path)) {
     fs::path relative = path.lexically_relative(root);
-    out.push_back({path.string(), relative.empty() ? path.filename().string() : relative.string(),
-                   0});
+    out.push_back(
+        {path.string(), relative.empty() ? path.filename().string() : relative.string(), 0});
   }
 }
 

@@ -27,22 +27,21 @@ bool is_tokenize_output(const std::string& file_name) {
 
 std::vector<Shard> plan_shards(const std::string& split, int64_t total, const ShardLayout& layout) {
   const int64_t size = layout.shard_tokens > 0 ? layout.shard_tokens : std::max<int64_t>(total, 1);
-  DB_REQUIRE(layout.format != data::TokenFormat::llmc_bin ||
-                 size <= std::numeric_limits<int32_t>::max(),
-             "llm.c shards hold at most 2147483647 tokens; the " + split + " split has " +
-                 std::to_string(total) + ": set --shard-tokens");
+  DB_REQUIRE(
+      layout.format != data::TokenFormat::llmc_bin || size <= std::numeric_limits<int32_t>::max(),
+      "llm.c shards hold at most 2147483647 tokens; the " + split + " split has " +
+          std::to_string(total) + ": set --shard-tokens");
   std::vector<Shard> shards;
   for (int64_t begin = 0; begin < total || shards.empty(); begin += size)
-    shards.push_back({shard_name(split, int64_t(shards.size()), layout), begin,
-                      std::min(total, begin + size)});
+    shards.push_back(
+        {shard_name(split, int64_t(shards.size()), layout), begin, std::min(total, begin + size)});
   return shards;
 }
 
 std::string spool_path(const std::string& out_dir, const std::string& split, int rank,
                        int dtype_bytes) {
   char name[64];
-  std::snprintf(name, sizeof name, ".spool-%s-rank%03d.u%d", split.c_str(), rank,
-                dtype_bytes * 8);
+  std::snprintf(name, sizeof name, ".spool-%s-rank%03d.u%d", split.c_str(), rank, dtype_bytes * 8);
   return (fs::path(out_dir) / name).string();
 }
 

@@ -2,8 +2,6 @@
 // one stream, as `zstd -d` reads them.
 #include <zstd.h>
 
-#include <vector>
-
 #include "core/error.hpp"
 #include "tokenizer/byte_stream.hpp"
 
@@ -13,7 +11,7 @@ namespace {
 class ZstdStream final : public ByteStream {
  public:
   explicit ZstdStream(const std::string& path)
-      : file_(path, 0), context_(ZSTD_createDCtx()), input_(ZSTD_DStreamInSize()) {
+      : input_(path, ZSTD_DStreamInSize()), context_(ZSTD_createDCtx()) {
     DB_REQUIRE(context_, "zstd: cannot create a decoder for " + path);
   }
   ~ZstdStream() override { ZSTD_freeDCtx(context_); }
@@ -23,13 +21,13 @@ class ZstdStream final : public ByteStream {
     while (out.pos == 0 && !finished_) {
       if (in_.pos == in_.size && !refill()) {
         DB_REQUIRE(frame_complete_ && frames_ > 0,
-                   "truncated zstd input " + file_.path() + " (it ends inside a frame)");
+                   "truncated zstd input " + input_.path() + " (it ends inside a frame)");
         finished_ = true;
         break;
       }
       const std::size_t status = ZSTD_decompressStream(context_, &out, &in_);
-      DB_REQUIRE(!ZSTD_isError(status), "corrupt zstd input " + file_.path() + " (zstd: " +
-                                            ZSTD_getErrorName(status) + ")");
+      DB_REQUIRE(!ZSTD_isError(status), "corrupt zstd input " + input_.path() +
+                                            " (zstd: " + ZSTD_getErrorName(status) + ")");
       frame_complete_ = status == 0;  // 0: a frame ended and was flushed completely
       if (frame_complete_) ++frames_;
     }
@@ -38,15 +36,13 @@ class ZstdStream final : public ByteStream {
 
  private:
   bool refill() {
-    const std::size_t n = file_.read(input_.data(), input_.size());
-    file_bytes_read_ += static_cast<int64_t>(n);
-    in_ = {input_.data(), n, 0};
-    return n > 0;
+    const std::span<const char> bytes = input_.next(file_bytes_read_);
+    in_ = {bytes.data(), bytes.size(), 0};
+    return !bytes.empty();
   }
 
-  FileReader file_;
+  CompressedInput input_;
   ZSTD_DCtx* context_;
-  std::vector<char> input_;
   ZSTD_inBuffer in_{nullptr, 0, 0};
   bool frame_complete_ = false, finished_ = false;
   int frames_ = 0;

@@ -67,7 +67,9 @@ Ids concatenated(const fs::path& out, const std::string& split, std::vector<size
   return all;
 }
 
-std::string file_text(const fs::path& path) { return db::tokenizer::read_text_file(path.string()); }
+std::string file_text(const fs::path& path) {
+  return db::tokenizer::read_text_file(path.string());
+}
 
 }  // namespace
 
@@ -88,11 +90,10 @@ BOOST_AUTO_TEST_CASE(directories_and_double_star_patterns_find_every_file_sorted
              3u);
   // A named hidden file is taken; a pattern matching nothing is an error naming it.
   BOOST_TEST(expand_inputs({(dir / "a" / ".hidden.jsonl").string()}).size() == 1u);
-  BOOST_CHECK_EXCEPTION(expand_inputs({(dir / "**" / "*.parquet").string()}), db::Error,
-                        [](const db::Error& e) {
-                          return std::string(e.what()).find("*.parquet' matches no file") !=
-                                 std::string::npos;
-                        });
+  BOOST_CHECK_EXCEPTION(
+      expand_inputs({(dir / "**" / "*.parquet").string()}), db::Error, [](const db::Error& e) {
+        return std::string(e.what()).find("*.parquet' matches no file") != std::string::npos;
+      });
 }
 
 BOOST_AUTO_TEST_CASE(gzip_and_zstd_input_gives_the_ids_of_the_plain_text) {
@@ -148,10 +149,10 @@ BOOST_AUTO_TEST_CASE(corrupt_or_truncated_compressed_input_is_refused_naming_the
 
 BOOST_AUTO_TEST_CASE(shards_hold_at_most_shard_tokens_and_concatenate_to_the_corpus) {
   fs::path dir = make_corpus("shards");
-  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "a").string(), "--val-fraction",
-                  "0.1", "--out", (dir / "whole").string()}) == 0);
-  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "a").string(), "--val-fraction",
-                  "0.1", "--shard-tokens", "4000", "--out", (dir / "cut").string()}) == 0);
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "a").string(), "--val-fraction", "0.1",
+                  "--out", (dir / "whole").string()}) == 0);
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "a").string(), "--val-fraction", "0.1",
+                  "--shard-tokens", "4000", "--out", (dir / "cut").string()}) == 0);
   std::vector<size_t> sizes, val_sizes;
   const Ids whole = read_u16(dir / "whole" / "train_000000.npy");
   BOOST_TEST(concatenated(dir / "cut", "train", &sizes) == whole);
@@ -187,9 +188,9 @@ BOOST_AUTO_TEST_CASE(output_is_identical_for_any_thread_count) {
 BOOST_AUTO_TEST_CASE(seeded_split_is_reproduced_and_another_seed_changes_it) {
   fs::path dir = make_corpus("seed");
   auto split = [&](const std::string& seed, const std::string& out, const std::string& shard) {
-    BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "a").string(), "--val-fraction",
-                    "0.2", "--seed", seed, "--shard-tokens", shard, "--out",
-                    (dir / out).string()}) == 0);
+    BOOST_TEST(
+        run({"--tokenizer", "bytes", "--input", (dir / "a").string(), "--val-fraction", "0.2",
+             "--seed", seed, "--shard-tokens", shard, "--out", (dir / out).string()}) == 0);
     return concatenated(dir / out, "val", nullptr);
   };
   const Ids seven = split("7", "s7", "0");
@@ -241,8 +242,8 @@ BOOST_AUTO_TEST_CASE(bos_comes_from_the_post_processor_or_the_option_and_is_refu
   BOOST_TEST(read_manifest(dir / "id" / "manifest.ini")["bos_id"] == "2");
   // A tokenizer.json whose post-processor puts <|padding|> (id 1) before a text, as Llama-3's
   // puts <|begin_of_text|>.
-  std::string json = file_text(DEPTHBENCH_SOURCE_DIR
-                               "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json");
+  std::string json =
+      file_text(DEPTHBENCH_SOURCE_DIR "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json");
   const std::string byte_level = "\"post_processor\": {\n  \"type\": \"ByteLevel\"";
   const size_t at = json.find(byte_level);
   BOOST_REQUIRE(at != std::string::npos);

@@ -91,8 +91,7 @@ BOOST_AUTO_TEST_CASE(text_with_blank_line_separator_and_validation_split_partiti
   BOOST_TEST(val + train == 400);
   BOOST_TEST(val > 20);  // about 40 expected
   BOOST_TEST(val < 70);
-  Ids t = read_u16(dir / "out" / "train_000000.npy"),
-      v = read_u16(dir / "out" / "val_000000.npy");
+  Ids t = read_u16(dir / "out" / "train_000000.npy"), v = read_u16(dir / "out" / "val_000000.npy");
   BOOST_TEST(t.size() + v.size() == text.size());  // each blank line dropped, one eod added
   // Deterministic: the same run chooses the same documents.
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--doc-separator",

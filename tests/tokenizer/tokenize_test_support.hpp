@@ -57,7 +57,9 @@ inline Ids read_ids(const fs::path& path, int dtype_bytes = 2) {
       ids[i] |= uint32_t(static_cast<unsigned char>(bytes[dtype_bytes * i + b])) << (8 * b);
   return ids;
 }
-inline Ids read_u16(const fs::path& path) { return read_ids(path, 2); }
+inline Ids read_u16(const fs::path& path) {
+  return read_ids(path, 2);
+}
 
 inline std::map<std::string, std::string> read_manifest(const fs::path& path) {
   std::map<std::string, std::string> values;
