@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -138,6 +139,18 @@ class RankEncoder {
   int64_t documents_train_ = 0, documents_val_ = 0, tokens_ = 0, bytes_done_ = 0;
 };
 
+// Waits for every rank without spinning: a rank done early must not take a core from one still
+// encoding (MPI_Barrier busy-polls in Open MPI, which halves a 2-rank run on 2 busy cores).
+void wait_for_all_ranks(MPI_Comm comm) {
+  MPI_Request request;
+  MPI_CHECK(MPI_Ibarrier(comm, &request));
+  for (int done = 0;;) {
+    MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 // Per-rank figures exchanged after encoding, in one fixed order.
 std::vector<int64_t> pack(const DocumentCounts& c, const RankEncoder& e, int64_t train_tokens,
                           int64_t val_tokens) {
@@ -241,6 +254,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     if (val) val->finish();
 
     // Every rank learns where each spool sits in its split, then writes its share of shards.
+    wait_for_all_ranks(comm);
     std::vector<int64_t> mine =
         pack(reader.counts(), reader, train.tokens(), val ? val->tokens() : 0);
     const int fields = static_cast<int>(mine.size());

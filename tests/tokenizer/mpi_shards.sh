@@ -45,4 +45,7 @@ shards=$(section one_npy shards | wc -l)
 # --help must not start MPI: with a transport that does not exist MPI_Init would fail.
 OMPI_MCA_pml=no_such_transport "$depthbench" --help >/dev/null
 OMPI_MCA_pml=no_such_transport "$depthbench" tokenize --help | grep -q -- --shard-tokens
+for command in train bench plan sweep diagnose eval; do
+  OMPI_MCA_pml=no_such_transport "$depthbench" "$command" --help >/dev/null
+done
 echo "1 rank == 2 ranks == 2 ranks x 2 threads: $shards shard files, $(section one_npy counts | grep tokens_train)"
