@@ -118,9 +118,10 @@ int run_tokenize_command(int argc, char** argv) {
         (long long)c.malformed_json, (long long)c.not_an_object, (long long)c.missing_field,
         (long long)c.field_not_string, (long long)c.empty_documents, (long long)c.invalid_utf8);
     std::printf(
-        "tokenize: %.3f s on %d rank(s) x %d thread(s), tokens_per_second %.0f, %lld train + "
-        "%lld val shard(s), wrote %s/manifest.ini\n",
+        "tokenize: %.3f s on %d rank(s) x %d thread(s), tokens_per_second %.0f (%.0f per CPU "
+        "second), %lld train + %lld val shard(s), wrote %s/manifest.ini\n",
         s.seconds, ranks, s.threads, s.seconds > 0 ? tokens / s.seconds : 0.0,
+        s.cpu_seconds > 0 ? tokens / s.cpu_seconds : 0.0,
         (long long)s.shards_train, (long long)s.shards_val, options.out_dir.c_str());
   }
   return 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <thread>
 
@@ -233,6 +234,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
   const std::vector<WorkItem> work = plan_work(bytes, splittable, rank, ranks);
 
   const double start = MPI_Wtime();
+  const std::clock_t cpu_start = std::clock();  // this process: all its threads
   std::vector<int64_t> all;  // per rank, then summed
   {
     TokenSpool train(options.out_dir, "train", rank, layout.dtype_bytes);
@@ -285,7 +287,10 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
       for (int i = 0; i < fields; ++i) sum[size_t(i)] += all[size_t(r) * fields + i];
     unpack(sum, summary);
     double seconds = MPI_Wtime() - start;
+    double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     MPI_CHECK(MPI_Allreduce(&seconds, &summary.seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
+    MPI_CHECK(
+        MPI_Allreduce(&cpu_seconds, &summary.cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, comm));
     if (rank == 0)
       write_corpus_manifest({options, tokenizer, summary,
                              mixed ? "mixed" : to_string(options.documents.format), ranks, shards});

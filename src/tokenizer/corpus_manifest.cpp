@@ -39,6 +39,7 @@ void write_corpus_manifest(const ManifestContents& m) {
       << "tokens_val = " << total.tokens_val << "\n"
       << "input_bytes = " << c.input_bytes << "\n"
       << "seconds = " << total.seconds << "\n"
+      << "cpu_seconds = " << total.cpu_seconds << "\n"
       << "\n[bad]\n"
       << "empty_documents = " << c.empty_documents << "\n"
       << "malformed_json = " << c.malformed_json << "\n"
