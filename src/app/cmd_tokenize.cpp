@@ -121,8 +121,8 @@ int run_tokenize_command(int argc, char** argv) {
         "tokenize: %.3f s on %d rank(s) x %d thread(s), tokens_per_second %.0f (%.0f per CPU "
         "second), %lld train + %lld val shard(s), wrote %s/manifest.ini\n",
         s.seconds, ranks, s.threads, s.seconds > 0 ? tokens / s.seconds : 0.0,
-        s.cpu_seconds > 0 ? tokens / s.cpu_seconds : 0.0,
-        (long long)s.shards_train, (long long)s.shards_val, options.out_dir.c_str());
+        s.cpu_seconds > 0 ? tokens / s.cpu_seconds : 0.0, (long long)s.shards_train,
+        (long long)s.shards_val, options.out_dir.c_str());
   }
   return 0;
 }

@@ -168,6 +168,31 @@ void unpack(const std::vector<int64_t>& v, CorpusSummary& s) {
   s.documents_train = v[8], s.documents_val = v[9], s.tokens_train = v[10], s.tokens_val = v[11];
 }
 
+// Cuts each split's ids — the spools of all ranks, in rank order — into shards; this rank writes
+// every ranks-th of them. Returns every shard of both splits.
+std::vector<Shard> write_shards(const CorpusOptions& options, const ShardLayout& layout,
+                                const std::vector<int64_t>& per_rank, int fields, int rank,
+                                int ranks, CorpusSummary& summary) {
+  std::vector<Shard> shards;
+  for (const std::string split : {"train", "val"}) {
+    if (split == "val" && options.val_fraction <= 0) continue;
+    const int field = split == "train" ? kTrainTokens : kValTokens;
+    std::vector<int64_t> starts{0};
+    std::vector<std::string> spools;
+    for (int r = 0; r < ranks; ++r) {
+      starts.push_back(starts.back() + per_rank[size_t(r) * fields + field]);
+      spools.push_back(spool_path(options.out_dir, split, r, layout.dtype_bytes));
+    }
+    const std::vector<Shard> planned = plan_shards(split, starts.back(), layout);
+    for (std::size_t k = 0; k < planned.size(); ++k)
+      if (int(k % size_t(ranks)) == rank)
+        write_shard(planned[k], options.out_dir, layout, spools, starts);
+    (split == "train" ? summary.shards_train : summary.shards_val) = int64_t(planned.size());
+    shards.insert(shards.end(), planned.begin(), planned.end());
+  }
+  return shards;
+}
+
 }  // namespace
 
 int default_thread_count(MPI_Comm comm) {
@@ -235,7 +260,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
 
   const double start = MPI_Wtime();
   const std::clock_t cpu_start = std::clock();  // this process: all its threads
-  std::vector<int64_t> all;  // per rank, then summed
+  std::vector<int64_t> all;                     // per rank, then summed
   {
     TokenSpool train(options.out_dir, "train", rank, layout.dtype_bytes);
     std::unique_ptr<TokenSpool> val;
@@ -263,23 +288,8 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     all.resize(size_t(fields) * ranks);
     MPI_CHECK(
         MPI_Allgather(mine.data(), fields, MPI_INT64_T, all.data(), fields, MPI_INT64_T, comm));
-    std::vector<Shard> shards;
-    for (const std::string split : {"train", "val"}) {
-      if (split == "val" && options.val_fraction <= 0) continue;
-      std::vector<int64_t> starts{0};
-      std::vector<std::string> spools;
-      for (int r = 0; r < ranks; ++r) {
-        starts.push_back(starts.back() +
-                         all[size_t(r) * fields + (split == "train" ? kTrainTokens : kValTokens)]);
-        spools.push_back(spool_path(options.out_dir, split, r, layout.dtype_bytes));
-      }
-      const std::vector<Shard> planned = plan_shards(split, starts.back(), layout);
-      for (std::size_t k = 0; k < planned.size(); ++k)
-        if (int(k % size_t(ranks)) == rank)
-          write_shard(planned[k], options.out_dir, layout, spools, starts);
-      (split == "train" ? summary.shards_train : summary.shards_val) = int64_t(planned.size());
-      shards.insert(shards.end(), planned.begin(), planned.end());
-    }
+    const std::vector<Shard> shards =
+        write_shards(options, layout, all, fields, rank, ranks, summary);
     MPI_CHECK(MPI_Barrier(comm));  // every shard is written before any spool goes
 
     std::vector<int64_t> sum(size_t(fields), 0);
@@ -289,8 +299,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     double seconds = MPI_Wtime() - start;
     double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     MPI_CHECK(MPI_Allreduce(&seconds, &summary.seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
-    MPI_CHECK(
-        MPI_Allreduce(&cpu_seconds, &summary.cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, comm));
+    MPI_CHECK(MPI_Allreduce(&cpu_seconds, &summary.cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, comm));
     if (rank == 0)
       write_corpus_manifest({options, tokenizer, summary,
                              mixed ? "mixed" : to_string(options.documents.format), ranks, shards});
