@@ -12,7 +12,9 @@
 #include "core/error.hpp"
 #include "data/token_dataset.hpp"
 #include "tokenize_test_support.hpp"
+#include "tokenizer/corpus_progress.hpp"
 #include "tokenizer/input_files.hpp"
+#include "tokenizer/work_plan.hpp"
 
 using namespace db::tokenizer::test;
 
@@ -260,4 +262,46 @@ BOOST_AUTO_TEST_CASE(bos_comes_from_the_post_processor_or_the_option_and_is_refu
   const Ids ids = read_u16(dir / "hf" / "train_000000.npy");
   BOOST_TEST(ids.front() == 1u);
   BOOST_TEST(read_manifest(dir / "hf" / "manifest.ini")["bos_id"] == "1");
+}
+
+BOOST_AUTO_TEST_CASE(ranks_share_the_bytes_in_input_order_and_every_line_has_one_owner) {
+  using db::tokenizer::kWholeFile;
+  // Two plain JSONL files (cut anywhere) around three whole files (compressed or text).
+  const std::vector<int64_t> bytes = {1000, 300, 2000, 0, 700};
+  const std::vector<bool> splittable = {true, false, true, false, false};
+  for (int ranks = 1; ranks <= 5; ++ranks) {
+    std::vector<int64_t> covered(bytes.size(), 0);
+    std::vector<int> whole_owners(bytes.size(), 0);
+    std::size_t last_file = 0;
+    for (int rank = 0; rank < ranks; ++rank) {
+      for (const auto& item : db::tokenizer::plan_work(bytes, splittable, rank, ranks)) {
+        BOOST_TEST(item.file >= last_file);  // rank after rank, the files stay in input order
+        last_file = item.file;
+        if (item.end == kWholeFile) {
+          ++whole_owners[item.file];
+        } else {
+          BOOST_TEST(item.begin == covered[item.file]);  // consecutive ranges, no gap
+          covered[item.file] = item.end;
+        }
+      }
+    }
+    for (std::size_t f = 0; f < bytes.size(); ++f) {
+      if (splittable[f])
+        BOOST_TEST(covered[f] == bytes[f]);
+      else
+        BOOST_TEST(whole_owners[f] == 1);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(progress_line_gives_share_done_rate_and_eta) {
+  std::FILE* sink = std::tmpfile();
+  db::tokenizer::CorpusProgress progress(sink, 2'000'000, 4);
+  const std::string line = progress.line(500'000, 1'234'567);
+  BOOST_TEST_INFO(line);
+  BOOST_TEST(line.find("tokenize: 25.0% of 2.0MB (rank 0's share of 4), 1.2M tokens") == 0u);
+  BOOST_TEST(line.find("tokens/s") != std::string::npos);
+  BOOST_TEST(line.find("ETA ") != std::string::npos);
+  BOOST_TEST(progress.line(2'000'000, 5'000'000).find("ETA") == std::string::npos);  // done
+  std::fclose(sink);
 }
