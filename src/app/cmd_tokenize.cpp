@@ -94,8 +94,9 @@ int run_tokenize_command(int argc, char** argv) {
     options.bos_id = tok->bos_id();
     DB_REQUIRE(options.bos_id.has_value(),
                "--bos: " + tok->description() +
-                   " has no beginning-of-sequence token (its post_processor puts none before a "
-                   "text); name one with --bos-id or --bos-token");
+                   " has no beginning-of-sequence token (neither its post_processor nor a "
+                   "tokenizer_config.json beside it names one); give one with --bos-id or "
+                   "--bos-token");
   }
 
   tokenizer::CorpusSummary s = tokenizer::tokenize_corpus(options, *tok, MPI_COMM_WORLD);

@@ -29,7 +29,8 @@ class Tokenizer {
   virtual uint32_t eod_id() const = 0;
   virtual std::string description() const = 0;
   // The id `tokenize --bos` puts before every document: the special token a tokenizer.json's
-  // post-processor puts before a sequence (Llama-3: <|begin_of_text|>); none when it adds none.
+  // post-processor puts before a sequence (Llama-3: <|begin_of_text|>), else the bos_token of the
+  // tokenizer_config.json beside it; none when neither names one.
   virtual std::optional<uint32_t> bos_id() const { return std::nullopt; }
   // An independent copy for another thread: encode() updates caches and scratch space.
   virtual std::unique_ptr<Tokenizer> clone() const = 0;

@@ -262,6 +262,20 @@ BOOST_AUTO_TEST_CASE(bos_comes_from_the_post_processor_or_the_option_and_is_refu
   const Ids ids = read_u16(dir / "hf" / "train_000000.npy");
   BOOST_TEST(ids.front() == 1u);
   BOOST_TEST(read_manifest(dir / "hf" / "manifest.ini")["bos_id"] == "1");
+  // A post-processor that names none: the tokenizer_config.json beside the file does.
+  fs::create_directories(dir / "config");
+  fs::copy_file(DEPTHBENCH_SOURCE_DIR "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json",
+                dir / "config" / "tokenizer.json");
+  write(dir / "config" / "tokenizer_config.json",
+        "{\"bos_token\": {\"content\": \"<|padding|>\", \"lstrip\": false}}");
+  BOOST_TEST(run({"--tokenizer", (dir / "config" / "tokenizer.json").string(), "--input", input,
+                  "--bos", "--out", (dir / "from_config").string()}) == 0);
+  BOOST_TEST(read_u16(dir / "from_config" / "train_000000.npy").front() == 1u);
+  write(dir / "config" / "tokenizer_config.json",
+        "{\"add_bos_token\": false, \"bos_token\": \"<|padding|>\"}");
+  BOOST_CHECK_THROW(run({"--tokenizer", (dir / "config" / "tokenizer.json").string(), "--input",
+                         input, "--bos", "--out", (dir / "off").string()}),
+                    db::Error);
 }
 
 BOOST_AUTO_TEST_CASE(ranks_share_the_bytes_in_input_order_and_every_line_has_one_owner) {
