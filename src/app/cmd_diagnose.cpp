@@ -73,8 +73,9 @@ int run_diagnose_command(int argc, char** argv) {
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map vm;
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  int rank = 0, initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));  // not for --help (app/main.cpp)
+  if (initialized) MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   try {
     po::store(po::command_line_parser(argc, argv).options(described).positional(positional).run(),
               vm);
