@@ -20,7 +20,7 @@ COMMON=(--model.n_layer 3 --model.d_model 64 --model.n_head 4 --model.vocab_size
   --train.steps 20 --train.seq_len 64 --train.global_batch 8 --train.micro_batch 4
   --train.val_interval 10 --train.val_windows 4 --train.log_interval 1 --train.warmup_fraction 0.1
   --train.learning_rate 3e-3 --train.threads 2
-  --data.train_files "$DATA/train_rank*.npy" --data.val_files "$DATA/val_rank*.npy"
+  --data.train_files "$DATA/train_*.npy" --data.val_files "$DATA/val_*.npy"
   --output.dir runs)
 
 # train NAME ARCH BACKEND PRECISION [--key=value...]: one tiny run into runs/NAME.h5.
