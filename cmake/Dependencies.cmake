@@ -5,6 +5,10 @@ find_package(Boost 1.74 REQUIRED COMPONENTS program_options unit_test_framework)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 # ICU: Unicode general categories, White_Space, NFC and the reference regex of the tokenizer.
 find_package(ICU REQUIRED COMPONENTS uc i18n)
+# Compressed tokenize input: .gz (zlib1g-dev) and .zst (libzstd-dev).
+find_package(ZLIB REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 # OpenBLAS built for OpenMP: inside our own parallel loops it runs single-threaded instead of
 # oversubscribing the cores with its own pthreads.
 find_library(BLAS_LIBRARIES NAMES openblas

@@ -11,6 +11,7 @@ packages=(
   libboost-program-options-dev libboost-test-dev
   libopenblas-openmp-dev                # CPU BLAS (OpenMP build)
   libicu-dev                            # Unicode categories for the BPE pre-tokenizer
+  zlib1g-dev libzstd-dev gzip zstd      # .gz / .zst tokenize input (the CLIs for its tests)
   fortunes                              # the bundled demo corpus
   python3 python3-numpy python3-h5py python3-matplotlib python3-pytest  # postprocess
   python3-torch                         # the PyTorch reference the tests compare against

@@ -12,8 +12,9 @@ namespace po = boost::program_options;
 std::optional<int> parse_command_line(const char* command, int argc, char** argv,
                                       const po::options_description& options, po::variables_map& vm,
                                       const po::positional_options_description* positional) {
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  int rank = 0, initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));  // not for --help (app/main.cpp)
+  if (initialized) MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   try {
     po::command_line_parser parser(argc, argv);
     parser.options(options);

@@ -2,12 +2,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "core/error.hpp"
-
-#include <mutex>
-#include <unordered_map>
 
 #ifdef DEPTHBENCH_HAVE_CUDA
 #include <cuda_runtime.h>

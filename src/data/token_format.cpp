@@ -30,6 +30,13 @@ TokenFormat parse_token_format(const std::string& name) {
   return TokenFormat::auto_detect;
 }
 
+std::string token_file_extension(TokenFormat format, int dtype_bytes) {
+  DB_REQUIRE(format != TokenFormat::auto_detect, "a token file to write needs a layout, not auto");
+  if (format == TokenFormat::npy) return ".npy";
+  if (format == TokenFormat::llmc_bin) return ".bin";
+  return dtype_bytes == 2 ? ".u16" : ".u32";
+}
+
 int raw_dtype_from_name(const std::string& path) {
   if (path.ends_with(".u16")) return 2;
   if (path.ends_with(".u32")) return 4;

@@ -29,6 +29,11 @@ inline constexpr int32_t llmc_magic_uint32 = 20240801;  // Llama-3 shards, uint3
 inline constexpr int64_t llmc_header_words = 256;
 inline constexpr int64_t llmc_header_bytes = llmc_header_words * 4;
 
+// The extension a file of this layout gets from `depthbench tokenize`: ".npy" for NumPy files,
+// ".bin" for llm.c shards (llm.c's own name), ".u16"/".u32" for headerless arrays, whose name is
+// all that says their dtype.
+std::string token_file_extension(TokenFormat format, int dtype_bytes);
+
 // The dtype a raw file's name declares: 2 for *.u16, 4 for *.u32, 0 for any other name.
 int raw_dtype_from_name(const std::string& path);
 

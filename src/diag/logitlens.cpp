@@ -8,7 +8,6 @@
 
 #include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
-#include "ops/cpu/cross_entropy.hpp"
 
 namespace db::diag {
 namespace {
@@ -40,10 +39,9 @@ std::array<int, 5> top5(const double* logp, int V) {
 std::vector<DiagnosticDataset> run(DiagContext& ctx) {
   const int L = ctx.n_layer(), S = L + 1;
   const int64_t W = ctx.settings.logitlens_windows;
-  const int T = ctx.windows.window_len(), d = ctx.model.config().d_model;
+  const int T = ctx.windows.window_len();
   const int V = ctx.model.config().vocab_size;
   Backbone<float>& net = ctx.model.backbone();
-  const float* head = ctx.model.params().value(ctx.model.head_id());
   // per_window[w][statistic][l]: window means over the T−1 predicted tokens.
   std::vector<double> per_window(size_t(W) * kStatistics * S, 0.0);
   std::vector<std::vector<float>> states(S);
@@ -55,7 +53,7 @@ std::vector<DiagnosticDataset> run(DiagContext& ctx) {
   };
   ctx.progress.set_local_total(ctx.my_count(W));
   std::vector<int32_t> tokens;
-  std::vector<float> final_logits, features(size_t(T) * d), logits(size_t(T) * V);
+  std::vector<float> final_logits, logits(size_t(T) * V);
   std::vector<double> logp_final(size_t(T) * V), logp(V);
   for (int64_t w = 0; w < W; ++w) {
     if (!ctx.mine(w)) continue;
@@ -71,8 +69,7 @@ std::vector<DiagnosticDataset> run(DiagContext& ctx) {
     }
     double* stats = per_window.data() + size_t(w) * kStatistics * S;
     for (int l = 0; l < S; ++l) {
-      ctx.model.design().readout_state(net, states[l].data(), T, width, features.data());
-      cpu::lm_head_logits(logits.data(), features.data(), head, {T, d, V});
+      ctx.model.readout_logits(states[l].data(), T, width, logits);
       double ce = 0, kl = 0, kl_reverse = 0, overlap = 0;
       for (int t = 0; t + 1 < T; ++t) {
         log_softmax(logits.data() + size_t(t) * V, V, logp.data());

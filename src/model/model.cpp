@@ -123,6 +123,17 @@ void Model<T>::logits(const int32_t* tokens, int64_t batch, int seq_len, std::ve
   out = logits.to_host();
 }
 
+template <class T>
+void Model<T>::readout_logits(const T* state, int64_t rows, int width, std::vector<T>& out) {
+  MemorySpaceScope scope(ops_->space());
+  Buffer<T> z, features(rows * config_.d_model), logits(rows * config_.vocab_size);
+  z.assign(state, rows * width, MemorySpace::host);
+  design_->readout_state(*backbone_, z.data(), rows, width, features.data());
+  ops_->logits(logits.data(), features.data(), params_->value(head_id_),
+               {rows, config_.d_model, config_.vocab_size});
+  out = logits.to_host();
+}
+
 template class Model<float>;
 template class Model<double>;
 

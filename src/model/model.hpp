@@ -54,6 +54,9 @@ class Model {
   void last_position_losses(std::vector<double>& out) const;
   // Logits [batch·seq_len, V], into host memory.
   void logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out);
+  // LogitLens: the logits [rows, V] (host) that the design's own readout and the LM head give
+  // a depth state [rows, width] (host memory, as an observer received it).
+  void readout_logits(const T* state, int64_t rows, int width, std::vector<T>& out);
 
   static int64_t targets_per_window(int seq_len) { return seq_len - 1; }
 

@@ -1,25 +1,32 @@
-// `depthbench tokenize` without the option parsing: turns text files into token shards on every
-// rank of a communicator and writes the manifest (doc/tokenize.md).
+// `depthbench tokenize` without the option parsing: turns text files into token shards with
+// every rank of a communicator and several threads per rank, and writes the manifest
+// (doc/tokenize.md).
 #pragma once
 #include <mpi.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "data/token_format.hpp"
 #include "tokenizer/documents.hpp"
-#include "tokenizer/token_writer.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace db::tokenizer {
 
 struct CorpusOptions {
-  std::vector<std::string> inputs;  // files or glob patterns
-  std::string format = "auto";      // auto: jsonl for *.jsonl / *.json, text otherwise
+  std::vector<std::string> inputs;  // files, directories or glob patterns (`**` recurses)
+  std::string format = "auto";      // auto: per file, jsonl for *.jsonl / *.json, else text
   DocumentOptions documents;        // format is resolved from `format`
   double val_fraction = 0.0;        // share of documents written to the val shards
-  OutputFormat output_format = OutputFormat::npy;
-  std::string dtype = "auto";  // auto: uint16 when the vocabulary fits, else uint32
+  uint64_t seed = 0;                // of the validation split
+  data::TokenFormat output_format = data::TokenFormat::npy;
+  std::string dtype = "auto";      // auto: uint16 when the vocabulary fits, else uint32
+  int64_t shard_tokens = 0;        // ids per shard at most; 0: one shard per split (llm.c: 10^8)
+  std::optional<uint32_t> bos_id;  // put before every document when set
+  int threads = 0;                 // encoding threads per rank; 0: from the cores it may use
+  bool progress = true;            // the progress line on stderr (rank 0)
   std::string out_dir;
 };
 
@@ -28,21 +35,20 @@ struct CorpusSummary {
   int64_t documents_train = 0, documents_val = 0;
   int64_t tokens_train = 0, tokens_val = 0;
   int64_t input_files = 0;
-  double seconds = 0;  // slowest rank, reading + encoding + writing
+  int64_t shards_train = 0, shards_val = 0;
+  int threads = 1;     // per rank
+  double seconds = 0;      // slowest rank, reading + encoding + writing
+  double cpu_seconds = 0;  // the same work's processor time, summed over threads and ranks
   std::string dtype;
 };
 
-// Expands glob patterns (a plain path must exist), removes duplicates and sorts the list, so
-// that every rank sees the same files in the same order.
-std::vector<std::string> expand_inputs(const std::vector<std::string>& patterns);
-
-// Collective over `comm`. Each rank writes DIR/train_rankRRR.EXT (and val_rankRRR.EXT when
-// val_fraction > 0), EXT as shard_extension says; rank 0 writes DIR/manifest.ini last, after
-// every shard is complete.
+// Collective over `comm`. Writes DIR/train_NNNNNN.EXT (and val_NNNNNN.EXT when
+// val_fraction > 0), byte for byte the same for any number of ranks and threads; rank 0 writes
+// DIR/manifest.ini last, after every shard is complete.
 CorpusSummary tokenize_corpus(const CorpusOptions& options, Tokenizer& tokenizer, MPI_Comm comm);
 
-// Deterministic validation choice from the document's identity (file name and byte offset), so
-// it does not depend on the number of ranks.
-bool is_validation_document(const std::string& file_name, int64_t offset, double val_fraction);
+// Threads per rank when --threads is not given: the cores this process may run on, shared with
+// the other ranks of its node unless the launcher bound each rank to its own cores.
+int default_thread_count(MPI_Comm comm);
 
 }  // namespace db::tokenizer

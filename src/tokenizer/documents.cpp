@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "tokenizer/json.hpp"
+#include "tokenizer/line_reader.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace db::tokenizer {
@@ -56,22 +57,21 @@ void emit(std::string_view text, int64_t offset, DocumentCounts& counts,
   callback(repaired, offset);
 }
 
-void read_jsonl(std::string_view file, int64_t begin, int64_t end, const DocumentOptions& options,
+std::string_view without_newline(std::string_view line) {
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  return line;
+}
+
+void read_jsonl(LineReader& lines, int64_t begin, int64_t end, const DocumentOptions& options,
                 DocumentCounts& counts, const DocumentCallback& callback) {
-  // The owner of a line is the rank whose range holds its first byte.
-  size_t pos = static_cast<size_t>(begin);
-  if (pos > 0 && file[pos - 1] != '\n') {
-    size_t newline = file.find('\n', pos);
-    pos = newline == std::string_view::npos ? file.size() : newline + 1;
-  }
   JsonValue value;
   std::string error;
-  while (pos < file.size() && static_cast<int64_t>(pos) < end) {
-    size_t newline = file.find('\n', pos);
-    size_t line_end = newline == std::string_view::npos ? file.size() : newline;
-    std::string_view line = file.substr(pos, line_end - pos);
-    int64_t offset = static_cast<int64_t>(pos);
-    pos = line_end + 1;
+  std::string_view line;
+  int64_t offset = 0;
+  while (lines.next(line, offset) && offset < end) {
+    // The owner of a line is the reader whose range holds its first byte.
+    if (offset < begin) continue;
+    line = without_newline(line);
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
     if (!try_parse_json(line, value, error)) {
       ++counts.malformed_json;
@@ -95,47 +95,59 @@ void read_jsonl(std::string_view file, int64_t begin, int64_t end, const Documen
 }
 
 // Documents are runs of lines between separator lines; the text keeps each line's '\n'.
-void read_separated(std::string_view file, const std::string& separator, DocumentCounts& counts,
+void read_separated(LineReader& lines, const std::string& separator, DocumentCounts& counts,
                     const DocumentCallback& callback) {
   const bool blank_line = separator == "blank-line";
-  size_t pos = 0, doc_start = 0;
-  auto flush = [&](size_t doc_end) {
-    if (doc_end > doc_start)
-      emit(file.substr(doc_start, doc_end - doc_start), int64_t(doc_start), counts, callback);
-  };
-  while (pos < file.size()) {
-    size_t newline = file.find('\n', pos);
-    size_t line_end = newline == std::string_view::npos ? file.size() : newline;
-    std::string_view line = file.substr(pos, line_end - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    size_t next = newline == std::string_view::npos ? file.size() : newline + 1;
-    if (blank_line ? line.empty() : line == separator) {
-      flush(pos);
-      doc_start = next;
+  std::string document;
+  int64_t document_offset = 0, offset = 0;
+  std::string_view line;
+  while (lines.next(line, offset)) {
+    std::string_view bare = without_newline(line);
+    if (!bare.empty() && bare.back() == '\r') bare.remove_suffix(1);
+    if (blank_line ? bare.empty() : bare == separator) {
+      if (!document.empty()) emit(document, document_offset, counts, callback);
+      document.clear();
+      continue;
     }
-    pos = next;
+    if (document.empty()) document_offset = offset;
+    document.append(line);
   }
-  flush(file.size());
+  if (!document.empty()) emit(document, document_offset, counts, callback);
+}
+
+std::string read_all(ByteStream& stream) {
+  std::string text;
+  std::size_t size = 0;
+  for (;;) {
+    text.resize(size + (1 << 20));
+    const std::size_t n = stream.read(text.data() + size, text.size() - size);
+    if (n == 0) break;
+    size += n;
+  }
+  text.resize(size);
+  return text;
 }
 
 }  // namespace
 
-void read_documents(std::string_view file, int64_t begin, int64_t end,
+void read_documents(ByteStream& stream, int64_t stream_offset, int64_t begin, int64_t end,
                     const DocumentOptions& options, DocumentCounts& counts,
                     const DocumentCallback& callback) {
-  counts.input_bytes += end - begin;
   if (options.format == InputFormat::jsonl) {
-    read_jsonl(file, begin, end, options, counts, callback);
+    LineReader lines(stream, stream_offset);
+    read_jsonl(lines, begin, end, options, counts, callback);
     return;
   }
-  DB_REQUIRE(begin == 0 && end == static_cast<int64_t>(file.size()),
+  DB_REQUIRE(stream_offset == 0 && begin == 0,
              "text and fortunes inputs are split by whole files, not byte ranges");
   if (options.format == InputFormat::fortunes) {
-    read_separated(file, "%", counts, callback);
+    LineReader lines(stream, 0);
+    read_separated(lines, "%", counts, callback);
   } else if (options.doc_separator == "none" || options.doc_separator.empty()) {
-    emit(file, 0, counts, callback);
+    emit(read_all(stream), 0, counts, callback);
   } else {
-    read_separated(file, options.doc_separator, counts, callback);
+    LineReader lines(stream, 0);
+    read_separated(lines, options.doc_separator, counts, callback);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "tokenizer/byte_stream.hpp"
+
 namespace db::tokenizer {
 
 enum class InputFormat { text, jsonl, fortunes };
@@ -30,18 +32,20 @@ struct DocumentCounts {
   int64_t missing_field = 0;     // object without the text field: dropped
   int64_t field_not_string = 0;  // text field of another type: dropped
   int64_t invalid_utf8 = 0;      // documents whose ill-formed bytes became U+FFFD: kept
-  int64_t input_bytes = 0;       // bytes of the input this reader covered
+  int64_t input_bytes = 0;       // bytes of the input files on disk this reader covered
 
   void add(const DocumentCounts& other);
 };
 
-// Called once per document with its (valid UTF-8) text and the byte offset where it starts in
-// the file; the offset identifies the document for the validation split.
+// Called once per document with its (valid UTF-8) text and the offset where it starts in the
+// file's (decompressed) content; the offset identifies the document for the validation split.
 using DocumentCallback = std::function<void(std::string_view text, int64_t offset)>;
 
-// Reads the documents of `file` that start in [begin, end). jsonl: lines starting in the range;
-// other formats need the whole file (begin 0, end size).
-void read_documents(std::string_view file, int64_t begin, int64_t end,
+// Reads the documents of `stream`, whose first byte is at content offset `stream_offset`.
+// jsonl: the lines starting in [begin, end), the stream opened at begin - 1 (or 0) so that a line
+// cut by `begin` is recognised and left to the reader before. Other formats read the whole
+// stream (stream_offset 0, begin 0, end unbounded).
+void read_documents(ByteStream& stream, int64_t stream_offset, int64_t begin, int64_t end,
                     const DocumentOptions& options, DocumentCounts& counts,
                     const DocumentCallback& callback);
 

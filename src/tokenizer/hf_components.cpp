@@ -187,6 +187,25 @@ void check_post_processor(const JsonValue* post_processor, const std::string& pa
   }
 }
 
+std::string bos_token_of(const JsonValue* post_processor) {
+  if (!is_set(post_processor)) return {};
+  for (const JsonValue* p : members(*post_processor, "processors")) {
+    const std::string type = component_type(*p);
+    if (type == "TemplateProcessing") {
+      const JsonValue* single = p->find("single");
+      if (!single || !single->is_array() || single->as_array().empty()) continue;
+      const JsonValue* special = single->as_array().front().find("SpecialToken");
+      const JsonValue* id = special ? special->find("id") : nullptr;
+      if (id && id->is_string()) return id->as_string();
+    } else if (type == "BertProcessing" || type == "RobertaProcessing") {
+      const JsonValue* cls = p->find("cls");
+      if (cls && cls->is_array() && !cls->as_array().empty() && cls->as_array()[0].is_string())
+        return cls->as_array()[0].as_string();
+    }
+  }
+  return {};
+}
+
 std::string printable(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size();) {

@@ -30,6 +30,9 @@ void read_pre_tokenizer(const JsonValue* pre_tokenizer, BpeTokenizerConfig& conf
                         const std::string& path);
 void check_decoder(const JsonValue* decoder, const std::string& path);
 void check_post_processor(const JsonValue* post_processor, const std::string& path);
+// The token the post-processor puts before a single sequence (TemplateProcessing's first
+// SpecialToken, Bert/Roberta's cls), or "" when it puts none.
+std::string bos_token_of(const JsonValue* post_processor);
 
 // Text for a message: control and non-UTF-8 bytes as \xNN, so a message stays one printable line.
 std::string printable(std::string_view text);

@@ -2,6 +2,8 @@
 // model (vocabulary, merges, ignore_merges) and the added tokens are read here, the components
 // around the model in hf_components.cpp. Every member of the file is either used or refused by
 // name (doc/tokenize.md); nothing that could change the ids is silently ignored.
+#include <filesystem>
+
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
 #include "tokenizer/hf_components.hpp"
@@ -109,6 +111,23 @@ void read_added_tokens(const JsonValue* added, BpeTokenizerConfig& config,
   }
 }
 
+// `bos_token` of the tokenizer_config.json Hugging Face ships beside tokenizer.json, for files
+// whose post-processor does not name it (Llama-3 as exported by transformers.js); "" when there
+// is no such file, no such token, or `add_bos_token` is false.
+std::string configured_bos_token(const std::string& tokenizer_json) {
+  const std::filesystem::path config_path =
+      std::filesystem::path(tokenizer_json).parent_path() / "tokenizer_config.json";
+  if (!std::filesystem::exists(config_path)) return {};
+  JsonValue config;
+  std::string error;
+  if (!try_parse_json(read_text_file(config_path.string()), config, error)) return {};
+  const JsonValue* add = config.find("add_bos_token");
+  if (add && add->is_bool() && !add->as_bool()) return {};
+  const JsonValue* bos = config.find("bos_token");
+  if (bos && bos->is_object()) bos = bos->find("content");  // {"content": ..., "lstrip": ...}
+  return bos && bos->is_string() ? bos->as_string() : std::string();
+}
+
 }  // namespace
 
 std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
@@ -158,6 +177,14 @@ std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
       tokenizer->set_eod_id(static_cast<uint32_t>(eod));
       break;
     }
+  }
+  std::string bos = bos_token_of(root.find("post_processor"));
+  if (bos.empty()) bos = configured_bos_token(path);
+  if (!bos.empty()) {
+    const int64_t id = tokenizer->token_id(bos);
+    DB_REQUIRE(id >= 0, path + ": beginning-of-sequence token '" + printable(bos) +
+                            "' is not in the vocabulary");
+    tokenizer->set_bos_id(static_cast<uint32_t>(id));
   }
   return tokenizer;
 }

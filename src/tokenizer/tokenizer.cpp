@@ -54,12 +54,17 @@ bool is_space_byte(unsigned char c) {
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeTokenizerConfig config)
-    : model_(std::move(config.id_to_bytes), config.merges, config.ignore_merges),
-      added_tokens_(std::move(config.added_tokens)),
-      normalization_(config.normalization),
-      pre_tokenizer_(config.pre_tokenizer),
-      add_prefix_space_(config.add_prefix_space),
-      description_(std::move(config.description)) {
+    : BpeTokenizer(std::make_shared<const BpeTokenizerConfig>(std::move(config))) {}
+
+BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeTokenizerConfig> shared)
+    : config_(std::move(shared)),
+      model_(config_->id_to_bytes, config_->merges, config_->ignore_merges),
+      added_tokens_(config_->added_tokens),
+      normalization_(config_->normalization),
+      pre_tokenizer_(config_->pre_tokenizer),
+      add_prefix_space_(config_->add_prefix_space),
+      description_(config_->description) {
+  const BpeTokenizerConfig& config = *config_;
   normalizer_for(normalization_);  // fail early when ICU lacks the data
   vocab_size_ = model_.size();
   for (const AddedToken& t : added_tokens_) vocab_size_ = std::max(vocab_size_, t.id + 1);
@@ -85,6 +90,20 @@ void BpeTokenizer::set_eod_id(uint32_t id) {
                                    " is outside the vocabulary (" + std::to_string(vocab_size_) +
                                    " ids)");
   eod_id_ = id;
+}
+
+std::unique_ptr<Tokenizer> BpeTokenizer::clone() const {
+  auto copy = std::unique_ptr<BpeTokenizer>(new BpeTokenizer(config_));
+  copy->eod_id_ = eod_id_;
+  copy->bos_id_ = bos_id_;
+  return copy;
+}
+
+void BpeTokenizer::set_bos_id(uint32_t id) {
+  DB_REQUIRE(id < vocab_size_, "beginning-of-sequence id " + std::to_string(id) +
+                                   " is outside the vocabulary (" + std::to_string(vocab_size_) +
+                                   " ids)");
+  bos_id_ = id;
 }
 
 uint32_t BpeTokenizer::eod_id() const {

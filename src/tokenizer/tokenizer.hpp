@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,12 @@ class Tokenizer {
   // The end-of-document id appended after every document.
   virtual uint32_t eod_id() const = 0;
   virtual std::string description() const = 0;
+  // The id `tokenize --bos` puts before every document: the special token a tokenizer.json's
+  // post-processor puts before a sequence (Llama-3: <|begin_of_text|>), else the bos_token of the
+  // tokenizer_config.json beside it; none when neither names one.
+  virtual std::optional<uint32_t> bos_id() const { return std::nullopt; }
+  // An independent copy for another thread: encode() updates caches and scratch space.
+  virtual std::unique_ptr<Tokenizer> clone() const = 0;
 
   std::vector<uint32_t> encode(std::string_view text) {
     std::vector<uint32_t> ids;
@@ -62,6 +69,7 @@ class BpeTokenizer final : public Tokenizer {
  public:
   explicit BpeTokenizer(BpeTokenizerConfig config);
   using Tokenizer::encode;
+  std::unique_ptr<Tokenizer> clone() const override;
   void encode(std::string_view text, std::vector<uint32_t>& ids) override;
   std::string decode(std::span<const uint32_t> ids) const override;
   uint32_t vocab_size() const override { return vocab_size_; }
@@ -69,6 +77,8 @@ class BpeTokenizer final : public Tokenizer {
   uint32_t eod_id() const override;
   std::string description() const override { return description_; }
   void set_eod_id(uint32_t id);
+  std::optional<uint32_t> bos_id() const override { return bos_id_; }
+  void set_bos_id(uint32_t id);
   // Id of a token given in its text form: an added token's content or a vocabulary entry's
   // raw bytes; -1 when absent.
   int64_t token_id(std::string_view text) const;
@@ -80,6 +90,10 @@ class BpeTokenizer final : public Tokenizer {
   void split_on_added(std::string_view text, bool normalized_kind, std::vector<uint32_t>& ids,
                       Rest&& rest);
   void encode_plain(std::string_view text, std::vector<uint32_t>& ids);
+  // Clones share the configuration they are built from.
+  explicit BpeTokenizer(std::shared_ptr<const BpeTokenizerConfig> config);
+
+  std::shared_ptr<const BpeTokenizerConfig> config_;
 
   BpeModel model_;
   std::vector<AddedToken> added_tokens_;
@@ -91,6 +105,7 @@ class BpeTokenizer final : public Tokenizer {
   bool has_raw_added_ = false, has_normalized_added_ = false;
   uint32_t vocab_size_ = 0;
   int64_t eod_id_ = -1;
+  std::optional<uint32_t> bos_id_;
   std::string description_;
   std::vector<std::string_view> pieces_;  // scratch
 };
@@ -104,6 +119,7 @@ class ByteTokenizer final : public Tokenizer {
   uint32_t vocab_size() const override { return 257; }
   uint32_t eod_id() const override { return 256; }
   std::string description() const override { return "bytes"; }
+  std::unique_ptr<Tokenizer> clone() const override { return std::make_unique<ByteTokenizer>(); }
 };
 
 // Hugging Face tokenizer.json of a byte-level BPE (GPT-NeoX, OLMo, Llama-3, Qwen, GPT-4o layouts);

@@ -33,8 +33,8 @@ threads = 1
 val_interval = 20
 val_windows = 8
 [data]
-train_files = data/train_rank000.npy
-val_files = data/val_rank000.npy
+train_files = data/train_000000.npy
+val_files = data/val_000000.npy
 [output]
 dir = runs
 name = tiny

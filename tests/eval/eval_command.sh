@@ -10,9 +10,9 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
   --val-fraction 0.05 --output-format npy --out data > tokenize.log
 "$bin" train --model.n_layer 2 --model.d_model 16 --model.n_head 2 --train.steps 4 \
   --train.seq_len 32 --train.global_batch 2 --train.micro_batch 2 --train.val_windows 6 \
-  --train.threads 1 --train.save_initial_weights true --data.train_files 'data/train_rank*.npy' \
-  --data.val_files 'data/val_rank*.npy' --output.name tiny --output.dir runs > train.log
-val='data/val_rank*.npy'
+  --train.threads 1 --train.save_initial_weights true --data.train_files 'data/train_*.npy' \
+  --data.val_files 'data/val_*.npy' --output.name tiny --output.dir runs > train.log
+val='data/val_*.npy'
 "$bin" eval --weights runs/tiny.weights --data "$val" --windows 6 --threads 1 \
   --windows-csv final.csv --documents-csv documents.csv | tee eval.log
 "$bin" eval --weights runs/tiny.init.weights --data "$val" --windows 6 --windows-csv initial.csv > /dev/null
@@ -42,7 +42,7 @@ assert len(set(sample)) == 5, sample
 # Per-document losses, recomputed: the document of token g is the number of end-of-document
 # ids (256) before g; the targets of a window are its tokens 1..T-1.
 T, eod = 32, 256
-tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_rank*.npy"))]).astype(np.int64)
+tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_*.npy"))]).astype(np.int64)
 f = h5py.File("runs/tiny.weights", "r")
 config = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()
           if k in ("arch", "n_layer", "d_model", "n_head", "n_kv_head", "head_dim", "ff",

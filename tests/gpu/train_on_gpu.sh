@@ -7,7 +7,8 @@
 #     uninterrupted CUDA run (bit-identical rows);
 #  4. a checkpoint written on the GPU resumes on the CPU and completes.
 # Without a GPU it prints "no GPU: skipped" and passes. GPU_BACKEND=cpu runs the whole script
-# with the CPU in the GPU's place, which checks the script itself on any machine.
+# with the CPU in the GPU's place, which checks the script, train.stop_after_steps and resuming
+# on any machine (train.stop_and_resume); DESIGNS limits the designs of check 1.
 source "$(dirname "$0")/../sweep/common.sh"
 GPU=${GPU_BACKEND:-cuda}
 if [ "$GPU" = cuda ] && ! nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
@@ -20,7 +21,7 @@ COMMON=(--model.n_layer 3 --model.d_model 64 --model.n_head 4 --model.vocab_size
   --train.steps 20 --train.seq_len 64 --train.global_batch 8 --train.micro_batch 4
   --train.val_interval 10 --train.val_windows 4 --train.log_interval 1 --train.warmup_fraction 0.1
   --train.learning_rate 3e-3 --train.threads 2
-  --data.train_files "$DATA/train_rank*.npy" --data.val_files "$DATA/val_rank*.npy"
+  --data.train_files "$DATA/train_*.npy" --data.val_files "$DATA/val_*.npy"
   --output.dir runs)
 
 # train NAME ARCH BACKEND PRECISION [--key=value...]: one tiny run into runs/NAME.h5.
@@ -49,7 +50,7 @@ sys.exit(0 if (rel <= tol if tol > 0 else np.array_equal(la, lb)) else 1)
 PY
 }
 
-for arch in pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnres_block; do
+for arch in ${DESIGNS:-pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnres_block}; do
   train "cpu_$arch" "$arch" cpu fp32
   train "cuda_$arch" "$arch" "$GPU" fp32
   compare "runs/cuda_$arch.h5" "runs/cpu_$arch.h5" 2e-3 || fail "$arch: CUDA curve left the CPU curve"

@@ -14,14 +14,14 @@ tokenizer_json=$source_dir/tests/tokenizer/fixtures/neox_tiny_tokenizer.json
 "$bin" train --model.n_layer 2 --model.d_model 16 --model.n_head 4 --model.n_kv_head 2 \
   --model.vocab_size 267 --model.rope_theta 50000 --train.steps 4 --train.seq_len 16 \
   --train.global_batch 2 --train.micro_batch 2 --train.val_windows 4 --train.threads 1 \
-  --data.train_files 'data/train_rank*.npy' --data.val_files 'data/val_rank*.npy' \
+  --data.train_files 'data/train_*.npy' --data.val_files 'data/val_*.npy' \
   --output.name tiny --output.dir runs > train.log
 "$bin" export runs/tiny.h5 --format safetensors | tee export.log
 "$bin" export runs/tiny.h5 --format hf | tee -a export.log
 test -f runs/tiny-hf/tokenizer.json || { echo "FAIL: the run's tokenizer.json was not shipped"; exit 1; }
 cmp -s runs/tiny-hf/tokenizer.json "$tokenizer_json" || { echo "FAIL: tokenizer.json differs"; exit 1; }
 
-val='data/val_rank*.npy'
+val='data/val_*.npy'
 "$bin" eval --weights runs/tiny.weights --data "$val" --windows 4 --threads 1 --windows-csv weights.csv > /dev/null
 "$bin" eval --weights runs/tiny-safetensors --data "$val" --windows 4 --threads 1 --windows-csv safetensors.csv > /dev/null
 "$bin" eval --hf runs/tiny-hf --data "$val" --windows 4 --threads 1 --windows-csv hf.csv > /dev/null
@@ -55,7 +55,7 @@ assert hf_config["architectures"] == ["LlamaForCausalLM"] and hf_config["rope_th
 hf_tensors = {n: torch.from_numpy(a.copy()) for n, a in read_safetensors("runs/tiny-hf/model.safetensors")[0].items()}
 model = HfLlama(hf_config, hf_tensors)
 T = hf_config["max_position_embeddings"]
-tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_rank*.npy"))]).astype(np.int64)
+tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_*.npy"))]).astype(np.int64)
 windows = torch.from_numpy(tokens[:4 * T].reshape(4, T))
 with torch.no_grad():
     logits = model(windows)

@@ -40,8 +40,8 @@ train.micro_batch = 4
 train.val_interval = 10
 train.val_windows = 8
 train.threads = 1
-data.train_files = {data}/train_rank*.npy
-data.val_files = {data}/val_rank*.npy
+data.train_files = {data}/train_*.npy
+data.val_files = {data}/val_*.npy
 """
 
 

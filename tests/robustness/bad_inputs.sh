@@ -6,7 +6,7 @@ source "$(dirname "$0")/probe_run.sh"
 cd "$WORK"
 probe_ini good.ini
 # Token files that must be refused: truncated (odd byte count), empty, a directory.
-head -c 1001 "$(ls "$DATA"/train_rank*.npy | head -1)" >odd.npy
+head -c 1001 "$(ls "$DATA"/train_*.npy | head -1)" >odd.npy
 : >empty.npy
 mkdir -p tokens_dir
 # Suites that must be refused.

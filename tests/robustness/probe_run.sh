@@ -20,8 +20,8 @@ val_windows = 2
 checkpoint_interval = 0
 threads = 1
 [data]
-train_files = $DATA/train_rank*.npy
-val_files = $DATA/val_rank*.npy
+train_files = $DATA/train_*.npy
+val_files = $DATA/val_*.npy
 [output]
 dir = runs
 name = probe

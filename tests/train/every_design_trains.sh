@@ -13,8 +13,8 @@ for arch in $designs; do
   "$bin" train --model.arch "$arch" --model.n_layer 4 --model.d_model 64 --model.n_head 4 \
     --model.vocab_size 257 --train.steps 200 --train.seq_len 64 --train.global_batch 8 \
     --train.micro_batch 8 --train.learning_rate 3e-3 --train.val_interval 40 --train.val_windows 32 \
-    --train.threads 1 --train.log_interval 1000 --data.train_files 'data/train_rank*.npy' \
-    --data.val_files 'data/val_rank*.npy' --output.dir runs > "train_$arch.log" || true
+    --train.threads 1 --train.log_interval 1000 --data.train_files 'data/train_*.npy' \
+    --data.val_files 'data/val_*.npy' --output.dir runs > "train_$arch.log" || true
 done
 "$python" - $designs <<'PY'
 import glob, h5py, sys

@@ -33,8 +33,8 @@ TINY = ["--model.n_layer", "4", "--model.d_model", "16", "--model.n_head", "2",
         "--train.steps", "3", "--train.seq_len", str(SEQ_LEN), "--train.global_batch", "2",
         "--train.micro_batch", "2", "--train.learning_rate", "3e-3", "--train.val_interval", "100",
         "--train.val_windows", str(VAL_WINDOWS), "--train.threads", "1",
-        "--train.save_initial_weights", "true", "--data.train_files", "data/train_rank*.npy",
-        "--data.val_files", "data/val_rank*.npy", "--output.dir", "runs"]
+        "--train.save_initial_weights", "true", "--data.train_files", "data/train_*.npy",
+        "--data.val_files", "data/val_*.npy", "--output.dir", "runs"]
 EXTRA = {"attnres_block": ["--model.attnres_blocks", "4"]}  # 2L = 8 sublayers: blocks of 2
 
 
@@ -153,7 +153,7 @@ def window_losses(attrs, tensors, windows):
 
 
 def validation_windows():
-    tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_rank*.npy"))])
+    tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_*.npy"))])
     return [torch.from_numpy(tokens[k * SEQ_LEN:(k + 1) * SEQ_LEN].astype(np.int64))
             for k in range(VAL_WINDOWS)]
 
