@@ -71,7 +71,10 @@ int run_diagnose_command(int argc, char** argv) {
       "tokenizer", po::value(&options.tokenizer),
       "tokenizer of the evaluation prompts: 'bytes' or a tokenizer.json (default: bytes when "
       "the run's vocabulary is 257)")("threads", po::value(&options.threads)->default_value(0),
-                                      "CPU threads per rank (0 = cores / ranks on the node)");
+                                      "CPU threads per rank (0 = cores / ranks on the node)")(
+      "backend", po::value(&options.backend),
+      "where the forward passes run: cpu | cuda | auto (default: the run's train.backend; "
+      "auto for --hf)");
   for (const std::string& task : diag::nll_task_names())
     described.add_options()(task.c_str(), po::value(&task_files[task]),
                             ("domain NLL task file (" + task + ", public layout)").c_str());

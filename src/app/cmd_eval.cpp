@@ -102,7 +102,9 @@ int run_eval_command(int argc, char** argv) {
       "documents-csv", po::value(&documents_csv),
       "write document,targets,nll_sum,loss rows to this file")(
       "threads", po::value(&threads)->default_value(0),
-      "CPU threads per rank (0 = cores / ranks on the node)");
+      "CPU threads per rank (0 = cores / ranks on the node)")(
+      "backend", po::value(&o.backend)->default_value(o.backend),
+      "where the forward passes run: cpu | cuda | auto");
   po::variables_map vm;
   if (const auto stop = parse_command_line("eval", argc, argv, described, vm)) return *stop;
   DB_REQUIRE(o.weights_file.empty() != hf_dir.empty(), "give either --weights or --hf");

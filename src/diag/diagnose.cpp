@@ -11,6 +11,7 @@
 #include "io/hdf5_handle.hpp"
 #include "io/hf_checkpoint.hpp"
 #include "io/run_file.hpp"
+#include "model/model_on_backend.hpp"
 #include "ops/cpu/gemm.hpp"
 
 namespace db::diag {
@@ -125,8 +126,13 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
   cpu::set_cpu_threads(options.threads > 0 ? options.threads : comm.threads_per_rank_on_node());
   const bool hf = !options.hf_dir.empty();
   const LoadedRun run = hf ? load_hf(options) : load_run(options.run_file);
-  Model<float> model(run.config.model);
-  std::copy(run.params.begin(), run.params.end(), model.params().values().begin());
+  // The forward passes run on the run's backend unless told otherwise (an HF folder: auto).
+  const std::string backend = !options.backend.empty() ? options.backend
+                              : hf                     ? "auto"
+                                                       : run.config.backend;
+  const std::unique_ptr<Model<float>> loaded =
+      model_on_backend(run.config.model, run.params, backend);
+  Model<float>& model = *loaded;
 
   DiagSettings settings = options.settings;
   // T_d never exceeds the context the model was trained on (RoPE positions beyond it were

@@ -19,6 +19,7 @@ struct DiagnoseOptions {
   std::string tokenizer;                 // empty: "bytes" when the run's vocabulary is 257
   std::vector<std::string> only;         // empty: every diagnostic that applies
   int threads = 0;                       // CPU threads per rank (0 = cores / local ranks)
+  std::string backend;                   // cpu | cuda | auto; empty: the run's train.backend
   bool verbose = true;
   DiagSettings settings;
 };

@@ -9,6 +9,7 @@
 #include "diag/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 #include "model/model.hpp"
+#include "model/model_on_backend.hpp"
 #include "train/run_config.hpp"
 
 namespace db::eval {
@@ -85,8 +86,8 @@ EvalResult evaluate(const EvalOptions& o, const Checkpoint& weights, const Commu
   EvalResult r;
   r.seq_len = o.seq_len > 0 ? o.seq_len : int(weights.seq_len);
   DB_REQUIRE(r.seq_len >= 2, o.weights_file + " records no training seq_len: give --seq-len");
-  Model<float> model(config);
-  std::copy(weights.params.begin(), weights.params.end(), model.params().values().begin());
+  const std::unique_ptr<Model<float>> loaded = model_on_backend(config, weights.params, o.backend);
+  Model<float>& model = *loaded;
 
   data::TokenFileOptions token_options;
   token_options.format = data::parse_token_format(o.format);

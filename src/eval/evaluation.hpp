@@ -25,6 +25,7 @@ struct EvalOptions {
   uint64_t seed = 1234;         // of the sample and the bootstraps
   int64_t eod_id = -1;          // end-of-document id; −1 = none (no per-document losses)
   int bootstrap = 1000;         // resamples of the 95% intervals
+  std::string backend = "cpu";  // where the forward passes run: cpu | cuda | auto
 };
 
 struct EvalResult {

@@ -163,8 +163,9 @@ double compare_adamw(const ModelConfig& c, const std::vector<double>& weights,
 
 BOOST_AUTO_TEST_CASE(every_design_agrees_with_the_pytorch_reference) {
   cpu::set_cpu_threads(1);
-  const std::string dir = std::filesystem::temp_directory_path() / "depthbench_pytorch_agreement";
-  std::filesystem::create_directories(dir);
+  // A folder of its own: two builds may run this test at the same time on one machine.
+  std::string dir = (std::filesystem::temp_directory_path() / "depthbench_pytorch_XXXXXX").string();
+  BOOST_REQUIRE(::mkdtemp(dir.data()) != nullptr);
   for (const DesignInfo& design : all_designs()) {
     for (bool gqa : {false, true}) {
       ModelConfig c = tiny_config(design.name);
