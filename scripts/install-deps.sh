@@ -15,6 +15,7 @@ packages=(
   fortunes                              # the bundled demo corpus
   python3 python3-numpy python3-h5py python3-matplotlib python3-pytest  # postprocess
   python3-torch                         # the PyTorch reference the tests compare against
+  debootstrap                           # the bare Debian root of the GPU bundle test (doc/cuda.md)
 )
 # The independent GPT-2 encoder of the tokenizer test runs on Node.js; a machine may already have
 # node and npm from elsewhere (e.g. NodeSource), whose nodejs package conflicts with Debian's npm.
