@@ -48,16 +48,16 @@ if [[ -z $FROM_BUILD ]]; then
 else
   BUILD=$(cd "$FROM_BUILD" && pwd)
 fi
-cache=$BUILD/CMakeCache.txt
-[[ -f $cache ]] || die "$BUILD is not a CMake build folder"
-grep -q '^DEPTHBENCH_HAVE_CUDA.*=ON' "$cache" || grep -q '^CMAKE_CUDA_COMPILER:' "$cache" ||
-  die "$BUILD has no CUDA backend (configure with -DDEPTHBENCH_CUDA=ON)"
-arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$cache")
-[[ " ${arch//;/ } " == *" 90 "* || " ${arch//;/ } " == *" 90-real "* || $arch == *90a* ]] ||
-  die "$BUILD builds CUDA for '$arch', not sm_90"
+[[ -f $BUILD/CMakeCache.txt ]] || die "$BUILD is not a CMake build folder"
 for t in depthbench $(printf 'tests/%s ' $GPU_TESTS); do
-  [[ -x $BUILD/$t ]] || die "$BUILD/$t is missing (build it first)"
+  [[ -x $BUILD/$t ]] || die "$BUILD/$t is missing (build it first; the gpu tests need the CUDA backend)"
 done
+# The machine code must be Hopper's: a build for another target would fall back to JIT-compiled
+# PTX on the H200, or not run at all.
+cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+arch=$("$cuobjdump" --list-elf "$BUILD/depthbench" 2>/dev/null | grep -oE 'sm_[0-9]+a?' | sort -u | tr '\n' ' ' || true)
+[[ " $arch" == *" sm_90 "* || " $arch" == *" sm_90a "* ]] ||
+  die "$BUILD/depthbench holds no sm_90 machine code (found: ${arch:-none}); configure with -DCMAKE_CUDA_ARCHITECTURES=90"
 
 # 2. The staging tree that becomes DIR/root.
 STAGE=$OUT_DIR.stage
@@ -81,7 +81,7 @@ pmix_prefix=/usr/lib/x86_64-linux-gnu/pmix2
 mkdir -p "$OMPI/bin" "$OMPI/share" "$OMPI/${ompi_plugins#/usr/}" "$OMPI/${pmix_prefix#/usr/}/lib"
 cp -L /usr/bin/orterun /usr/bin/orted "$OMPI/bin/"
 cp -r /usr/share/openmpi "$OMPI/share/"
-skip='libuc[pmst]|libmca_common_(ucx|ofi|verbs)|libpsm|libinfinipath|libibverbs|librdmacm|libfabric|libefa|libnl-|liboshmem|libmunge'
+skip='libuc[pmst]|libmca_common_(ucx|ofi|verbs)|libpsm|libinfinipath|libibverbs|librdmacm|libfabric|libefa|libnl-|liboshmem'
 kept=0 dropped=0
 for so in "$ompi_plugins"/*.so; do
   if ldd "$so" | grep -Eq "$skip"; then dropped=$((dropped + 1)); continue; fi
@@ -140,7 +140,7 @@ mkdir -p "$R/tree/data"
 cat "$ROOT"/README.md "$ROOT"/doc/*.md >"$R/tree/data/corpus.txt"
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo "+changes" || true)
-echo "commit $commit$dirty, built $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), CUDA sm_$arch" \
+echo "commit $commit$dirty, built $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), CUDA ${arch% }" \
   >"$R/VERSION"
 
 # 6. The folder: compressed payload, zstd to unpack it, env.sh, check.sh.

@@ -68,8 +68,10 @@ for p in site.getsitepackages() + [site.getusersitepackages()]:
   # plm isolated starts ranks on this node only (no ssh/rsh); vader needs no network and no
   # cross-memory attach (refused in many containers).
   export OPAL_PREFIX=$DB_BUNDLE_ROOT/ompi/usr
-  export PMIX_INSTALL_PREFIX=$DB_BUNDLE_ROOT/ompi/usr/lib/x86_64-linux-gnu/pmix2
-  export PMIX_MCA_mca_base_component_path=$PMIX_INSTALL_PREFIX/lib/pmix
+  local pmix=$DB_BUNDLE_ROOT/ompi/usr/lib/x86_64-linux-gnu/pmix2
+  export PMIX_PREFIX=$pmix PMIX_EXEC_PREFIX=$pmix PMIX_LIBDIR=$pmix/lib PMIX_PKGLIBDIR=$pmix/lib/pmix
+  export PMIX_DATADIR=$pmix/share PMIX_PKGDATADIR=$pmix/share/pmix
+  export PMIX_MCA_mca_base_component_path=$pmix/lib/pmix PMIX_MCA_pcompress_base_silence_warning=1
   export OMPI_MCA_plm=isolated OMPI_MCA_plm_rsh_agent=false OMPI_MCA_orte_rsh_agent=false
   export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
   export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
