@@ -53,11 +53,16 @@ for t in depthbench $(printf 'tests/%s ' $GPU_TESTS); do
   [[ -x $BUILD/$t ]] || die "$BUILD/$t is missing (build it first; the gpu tests need the CUDA backend)"
 done
 # The machine code must be Hopper's: a build for another target would fall back to JIT-compiled
-# PTX on the H200, or not run at all.
-cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-arch=$("$cuobjdump" --list-elf "$BUILD/depthbench" 2>/dev/null | grep -oE 'sm_[0-9]+a?' | sort -u | tr '\n' ' ' || true)
+# PTX on the H200, or not run at all. cuobjdump reads it from the binary where the toolkit has
+# it; else the CUDA flags of the build say it.
+if command -v cuobjdump >/dev/null; then
+  arch=$(cuobjdump --list-elf "$BUILD/depthbench" 2>/dev/null | grep -oE 'sm_[0-9]+a?' | sort -u | tr '\n' ' ' || true)
+else
+  arch=$(grep -rhoE --include=flags.make 'code=\[?[^] ]*' "$BUILD/src" 2>/dev/null |
+         grep -oE 'sm_[0-9]+a?' | sort -u | tr '\n' ' ' || true)
+fi
 [[ " $arch" == *" sm_90 "* || " $arch" == *" sm_90a "* ]] ||
-  die "$BUILD/depthbench holds no sm_90 machine code (found: ${arch:-none}); configure with -DCMAKE_CUDA_ARCHITECTURES=90"
+  die "$BUILD builds no sm_90 machine code (found: ${arch:-none}); configure with -DCMAKE_CUDA_ARCHITECTURES=90"
 
 # 2. The staging tree that becomes DIR/root.
 STAGE=$OUT_DIR.stage
@@ -146,7 +151,7 @@ echo "commit $commit$dirty, built $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-rel
 # 6. The folder: compressed payload, zstd to unpack it, env.sh, check.sh.
 rm -rf "$OUT_DIR" && mkdir -p "$OUT_DIR/tools"
 say "compressing $(du -sh "$R" | cut -f1) with zstd"
-tar -C "$R" -cf - . | zstd -q -"${ZSTD_LEVEL:-15}" -T0 -o "$OUT_DIR/payload.tar.zst"
+tar -C "$R" -cf - . | zstd -q -"${ZSTD_LEVEL:-12}" --long=27 -T0 -o "$OUT_DIR/payload.tar.zst"
 zstd_bin=$(command -v zstd)
 cp -L "$zstd_bin" "$OUT_DIR/tools/zstd"
 ldd "$zstd_bin" | awk '$2 == "=>" {print $1, $3}' | while read -r name path; do
@@ -158,6 +163,7 @@ cat >"$OUT_DIR/check.sh" <<'EOF'
 # Runs the bundle's copy of tests/gpu/check.sh on this bundle (doc/cuda.md).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/env.sh" || exit 1
+export DB_BUNDLE_SOURCED=$here
 exec "$here/root/tree/tests/gpu/check.sh" --bundle "$here" "$@"
 EOF
 chmod +x "$OUT_DIR/check.sh"

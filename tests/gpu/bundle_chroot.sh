@@ -85,7 +85,8 @@ grep -q "libcublas.so.* from /usr/local/cuda" env.txt || { echo "FAIL: cuBLAS no
 echo "== depthbench --help"
 depthbench --help | head -3
 echo "== a 2-rank CPU training"
-depthbench tokenize --tokenizer bytes --format text --input "$DB_BUNDLE_ROOT/tree/data/corpus.txt" \
+depthbench tokenize --tokenizer bytes --format text --doc-separator blank-line \
+  --input "$DB_BUNDLE_ROOT/tree/data/corpus.txt" \
   --val-fraction 0.1 --out data >/dev/null
 mpirun -np 2 depthbench train --model.n_layer 2 --model.d_model 32 --model.n_head 2 \
   --model.vocab_size 257 --train.backend cpu --train.threads 1 --train.steps 6 --train.seq_len 32 \

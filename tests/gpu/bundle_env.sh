@@ -26,7 +26,7 @@ db_env_main() {
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ]; then
     echo "env: unpacking $DB_BUNDLE/payload.tar.zst (once)" >&2
     rm -rf "$DB_BUNDLE_ROOT.tmp" && mkdir -p "$DB_BUNDLE_ROOT.tmp" || return 1
-    LD_LIBRARY_PATH="$DB_BUNDLE/tools" "$DB_BUNDLE/tools/zstd" -q -dc "$DB_BUNDLE/payload.tar.zst" |
+    LD_LIBRARY_PATH="$DB_BUNDLE/tools" "$DB_BUNDLE/tools/zstd" -q -dc --long=27 "$DB_BUNDLE/payload.tar.zst" |
       tar -x -C "$DB_BUNDLE_ROOT.tmp" || { echo "env: unpacking failed" >&2; return 1; }
     echo "$sum" >"$DB_BUNDLE_ROOT.tmp/.payload-cksum"
     rm -rf "$DB_BUNDLE_ROOT" && mv "$DB_BUNDLE_ROOT.tmp" "$DB_BUNDLE_ROOT" || return 1

@@ -90,7 +90,7 @@ if [[ -n $BUNDLE ]]; then
     echo "check.sh: sourcing $BUNDLE/env.sh failed" >&2
     exit 2
   }
-  cat "$LOGS/bundle_env.log" >&3
+  [[ ${DB_BUNDLE_SOURCED:-} == "$BUNDLE" ]] || cat "$LOGS/bundle_env.log" >&3  # once on screen
   BIN=$DB_BUNDLE_ROOT/bin
   DEPTHBENCH=$BIN/depthbench
   TESTS=$(cd "$DB_BUNDLE_ROOT/libexec" && ls cuda_*_test 2>/dev/null)
@@ -158,7 +158,7 @@ run_stage() {
   local name=$1
   [[ " $STAGES " == *" $name "* || ($name == sanitize && " $STAGES " == *" ops "*) ]] || return 0
   ((LIMIT[$name] > 0)) || return 0
-  if [[ -n $NO_GPU && $name != env ]]; then
+  if [[ -n $NO_GPU && $name != env && ! ($BACKEND == cpu && ($name == sweep || $name == hf)) ]]; then
     row "$name" skipped "no GPU"
     return 0
   fi
@@ -350,7 +350,7 @@ bytes_data() {  # DIR: tokenized once from the bundle's corpus (else README + do
     corpus=$WORK/corpus.txt
     cat "$ROOT/README.md" "$ROOT"/doc/*.md >"$corpus"
   fi
-  t "$DEPTHBENCH" tokenize --tokenizer bytes --format text --input "$corpus" --val-fraction 0.1 \
+  t "$DEPTHBENCH" tokenize --tokenizer bytes --format text --doc-separator blank-line --input "$corpus" --val-fraction 0.1 \
     --out "$WORK/bytes" && ln -sfn "$WORK/bytes" "$1"
 }
 
