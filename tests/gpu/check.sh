@@ -331,7 +331,7 @@ stage_scale() {
       cat "$LOGS/scale_parity_$design.log"
       while read -r line; do
         row "scale ${line#parity }" "$([[ $line == *": pass" ]] && echo pass || echo FAIL)" \
-          "$(sed -E 's/^parity [a-z_]+ [a-z0-9]+: //; s/: (pass|FAIL)$//' <<<"$line" | cut -c1-150)"
+          "$(sed -E 's/^parity [a-z_]+ [a-z0-9]+: //; s/: (pass|FAIL)$//' <<<"$line" | cut -c1-230)"
       done < <(grep "^parity " "$LOGS/scale_parity_$design.log")
       if ((rc != 0)) && ! grep -q "^parity " "$LOGS/scale_parity_$design.log"; then
         row "scale $design" "$(timed_out $rc && echo skipped || echo FAIL)" \

@@ -46,7 +46,7 @@ def cmd_tiny(args):
             for p in model.parameters():
                 if p.dim() == 2:
                     p.normal_(0.0, 0.1)
-        model.save_pretrained(f"{args.out}/{name}", safe_serialization=True)
+        model.save_pretrained(f"{args.out}/{name}")  # safetensors: the default since 4.35
         print(f"wrote {args.out}/{name} ({model_class.__name__}, transformers {transformers.__version__})")
 
 
@@ -54,7 +54,8 @@ def cmd_losses(args):
     transformers = need_transformers()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
-    model = transformers.AutoModelForCausalLM.from_pretrained(args.folder, torch_dtype=torch.float32)
+    # No dtype argument (torch_dtype in 4.x, dtype in 5.x): the folders hold float32 already.
+    model = transformers.AutoModelForCausalLM.from_pretrained(args.folder).float()
     if args.expect and type(model).__name__ != args.expect:
         print(f"FAIL: {args.folder} loads as {type(model).__name__}, expected {args.expect}")
         return 1

@@ -16,7 +16,8 @@ reference (tests/reference/depthbench_reference.py, written from the spec alone)
       the reference runs in float32 on the GPU (TF32 off), one window at a time (the gradient of
       the mean loss is the mean of the windows' gradients: equal windows), and each run must
       agree: loss and gradient norm within 1e-4 relative in fp32, 2e-2 in bf16; the step-0
-      loss within 1% of ln V. Prints one line per precision; exit status 1 when one disagrees.
+      loss within 1% of ln V + s²/2, the loss of uninformed logits of the reference's variance s²
+      (ln V itself only when the logits are near 0: Pre-LN at d = 1024 starts 1.9% above it). Prints one line per precision; exit status 1 when one disagrees.
 """
 import argparse
 import json
@@ -90,17 +91,20 @@ def reference_loss_and_norm(tensors, config, windows):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     params = {n: torch.from_numpy(np.ascontiguousarray(a)).to(device) for n, a in tensors.items()}
     model = reference.DepthBenchReference(config, params=params, dtype=torch.float32)
-    loss_sum = 0.0
+    loss_sum = variance_sum = 0.0
     for w in windows:
         tokens = torch.from_numpy(w.astype(np.int64))[None, :].to(device)
-        loss = reference.lm_loss(model(tokens), tokens) / len(windows)
+        logits = model(tokens)
+        variance_sum += float(logits.detach().double().var()) / len(windows)
+        loss = reference.lm_loss(logits, tokens) / len(windows)
         loss.backward()  # gradients accumulate over the windows
         loss_sum += float(loss)
+        del logits, loss
     norm = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in model.parameters()))
     del model, params
     if device == "cuda":
         torch.cuda.empty_cache()
-    return loss_sum, norm
+    return loss_sum, norm, variance_sum
 
 
 def cmd_compare(args):
@@ -122,17 +126,22 @@ def cmd_compare(args):
         if result is None:
             result = reference_loss_and_norm(tensors, reference_config(c), windows)
             cache.append((tensors, result))
-        ref_loss, ref_norm = result
+        ref_loss, ref_norm, logit_variance = result
         bound = BOUNDS[precision]
         rel_loss = abs(ours_loss - ref_loss) / abs(ref_loss)
         rel_norm = abs(ours_norm - ref_norm) / abs(ref_norm)
+        # Random tokens: with logits of variance s² (no information about the target), the loss
+        # is E[logsumexp] ≈ ln V + s²/2. Pre-LN's init gives s ≈ 0.02·sqrt(d) (+1.9% at d = 1024),
+        # HC's summed streams several times more, so the bound is around that, not ln V itself.
         ln_v = math.log(c["vocab_size"])
-        rel_ln_v = abs(ours_loss - ln_v) / ln_v
+        expected = ln_v + logit_variance / 2
+        rel_ln_v = abs(ours_loss - expected) / ln_v
         good = rel_loss <= bound and rel_norm <= bound and rel_ln_v <= LN_V_BOUND
         ok &= good
         print(f"parity {args.design} {precision}: loss {ours_loss:.6f} vs reference {ref_loss:.6f} "
               f"(rel {rel_loss:.1e}), grad norm {ours_norm:.6g} vs {ref_norm:.6g} (rel {rel_norm:.1e}), "
-              f"bound {bound:g}; step-0 loss / ln V - 1 = {rel_ln_v:+.2%} (bound 1%): "
+              f"bound {bound:g}; step-0 loss / ln V - 1 = {ours_loss / ln_v - 1:+.2%}, from ln V + s²/2 "
+              f"(s = {math.sqrt(logit_variance):.3f}) {rel_ln_v:.2%} of ln V (bound 1%): "
               f"{'pass' if good else 'FAIL'}", flush=True)
     return 0 if ok else 1
 
