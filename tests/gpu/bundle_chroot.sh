@@ -9,8 +9,11 @@
 #  3. inside `chroot`: source env.sh (every CUDA library found), depthbench --help, a 2-rank
 #     mpirun CPU training of a tiny model whose run file h5dump reads (completed, final loss),
 #     and check.sh --bundle up to "no GPU" (exit 3, a summary and one log archive).
-# Every mount is undone on every exit path. Not root: skipped (exit 77). No debootstrap, or
-# debootstrap failing (e.g. no network): the test FAILS, loudly.
+# The mounts live in a private mount namespace (unshare), so they vanish with the test even when
+# it is killed (a CTest timeout sends SIGKILL), and a trap unmounts them on every other exit: a
+# bind mount of /dev left under the build folder would let `rm -rf build` delete device nodes.
+# Not root: skipped (exit 77). No debootstrap, or debootstrap failing (e.g. no network): the
+# test FAILS, loudly. DEPTHBENCH_DEBIAN_ROOT overrides the cached root's folder.
 # usage: bundle_chroot.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -euo pipefail
 SRC=$1 BUILD=$2 WORK=$3
@@ -20,29 +23,38 @@ command -v debootstrap >/dev/null ||
   fail "debootstrap is not installed (scripts/install-deps.sh installs it); this test cannot run without it"
 CUDA_LIB=$(readlink -f /usr/local/cuda/lib64) || fail "no /usr/local/cuda/lib64 (the CUDA toolkit)"
 
-# 1. The bundle, rebuilt when the programs or the scripts are newer.
 BUNDLE=$BUILD/bundle-test/bundle
-newest=$(find "$BUILD/depthbench" "$BUILD"/tests/cuda_*_test "$SRC"/tests/gpu "$SRC"/tests/reference \
-  "$SRC"/bench/pytorch_reference.py -newer "$BUNDLE/payload.tar.zst" 2>/dev/null | head -1 || true)
-if [[ ! -f $BUNDLE/payload.tar.zst || -n $newest ]]; then
-  bash "$SRC/tests/gpu/bundle.sh" --from-build "$BUILD" --out "$BUNDLE" || fail "bundle.sh failed"
-else
-  echo "reusing $BUNDLE ($(cat "$BUNDLE/VERSION"))"
+DEBIAN=${DEPTHBENCH_DEBIAN_ROOT:-$BUILD/bundle-test/debian-bookworm}
+# Never touch a root that still has something mounted in it (a run killed before namespaces).
+if grep -q " $DEBIAN/" /proc/mounts; then
+  fail "mounts of an earlier run are still in place under $DEBIAN (umount them first)"
 fi
+mkdir -p "$BUILD/bundle-test" "$(dirname "$DEBIAN")"
+if [[ -z ${DB_BUNDLE_TEST_NAMESPACE:-} ]]; then
+  # 1. The bundle, rebuilt when the programs or the scripts are newer.
+  newest=$(find "$BUILD/depthbench" "$BUILD"/tests/cuda_*_test "$SRC"/tests/gpu "$SRC"/tests/reference \
+    "$SRC"/bench/pytorch_reference.py -newer "$BUNDLE/payload.tar.zst" 2>/dev/null | head -1 || true)
+  if [[ ! -f $BUNDLE/payload.tar.zst || -n $newest ]]; then
+    bash "$SRC/tests/gpu/bundle.sh" --from-build "$BUILD" --out "$BUNDLE" || fail "bundle.sh failed"
+  else
+    echo "reusing $BUNDLE ($(cat "$BUNDLE/VERSION"))"
+  fi
 
-# 2. The bare Debian root, made once.
-DEBIAN=$BUILD/bundle-test/debian-bookworm
-if [[ ! -f $DEBIAN/.complete ]]; then
-  echo "debootstrap --variant=minbase bookworm (once; cached in $DEBIAN)"
-  rm -rf "$DEBIAN.tmp"
-  debootstrap --variant=minbase bookworm "$DEBIAN.tmp" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" \
-    >"$BUILD/bundle-test/debootstrap.log" 2>&1 ||
-    { tail -20 "$BUILD/bundle-test/debootstrap.log"; fail "debootstrap failed (log: $BUILD/bundle-test/debootstrap.log)"; }
-  rm -rf "$DEBIAN" && mv "$DEBIAN.tmp" "$DEBIAN" && touch "$DEBIAN/.complete"
+  # 2. The bare Debian root, made once.
+  if [[ ! -f $DEBIAN/.complete ]]; then
+    echo "debootstrap --variant=minbase bookworm (once; cached in $DEBIAN)"
+    rm -rf "$DEBIAN.tmp"
+    debootstrap --variant=minbase bookworm "$DEBIAN.tmp" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" \
+      >"$BUILD/bundle-test/debootstrap.log" 2>&1 ||
+      { tail -20 "$BUILD/bundle-test/debootstrap.log"; fail "debootstrap failed (log: $BUILD/bundle-test/debootstrap.log)"; }
+    rm -rf "$DEBIAN" && mv "$DEBIAN.tmp" "$DEBIAN" && touch "$DEBIAN/.complete"
+  fi
+  for absent in mpirun h5dump python3; do  # the root must lack what the bundle brings
+    [[ ! -e $DEBIAN/usr/bin/$absent ]] || fail "the bare root has /usr/bin/$absent"
+  done
+  # The rest in a private mount namespace.
+  DB_BUNDLE_TEST_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
-for absent in mpirun h5dump python3; do  # the root must lack what the bundle brings
-  [[ ! -e $DEBIAN/usr/bin/$absent ]] || fail "the bare root has /usr/bin/$absent"
-done
 
 # 3. Mounts, undone on every exit; a fresh copy of the bundle at /opt/bundle.
 MOUNTS=()
@@ -61,9 +73,6 @@ mount_in() {  # TARGET (inside the root) MOUNT-ARGS...
   mount "$@" "$target" || fail "mount $* $target"
   MOUNTS+=("$target")
 }
-if grep -q " $DEBIAN/" /proc/mounts; then
-  fail "mounts of an earlier run are still in place under $DEBIAN (umount them first)"
-fi
 rm -rf "$DEBIAN/opt/bundle" "$DEBIAN/opt/work" "$DEBIAN/tmp"/* "$WORK"
 mkdir -p "$WORK" "$DEBIAN/opt/work"
 cp -r "$BUNDLE" "$DEBIAN/opt/bundle"

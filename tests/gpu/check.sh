@@ -54,8 +54,8 @@ exec 3>&1  # progress lines go to the terminal also while a stage's output goes 
 
 # Stage limits in seconds, scaled down together when they exceed BUDGET_S. SANITIZE=1 takes its
 # time from the scale and speed stages.
-declare -A LIMIT=([env]=20 [ops]=90 [sanitize]=0 [scale]=160 [sweep]=45 [hf]=45 [speed]=110)
-if [[ ${SANITIZE:-0} == 1 ]]; then LIMIT[sanitize]=100; LIMIT[scale]=130; LIMIT[speed]=40; fi
+declare -A LIMIT=([env]=30 [ops]=90 [sanitize]=0 [scale]=155 [sweep]=45 [hf]=45 [speed]=105)
+if [[ ${SANITIZE:-0} == 1 ]]; then LIMIT[sanitize]=100; LIMIT[scale]=125; LIMIT[speed]=35; fi
 ORDER=(env ops sanitize scale sweep hf speed)
 total=0
 for s in "${ORDER[@]}"; do total=$((total + LIMIT[$s])); done
@@ -193,6 +193,13 @@ stage_env() {
   local cuda_libs missing
   cuda_libs=$(echo "$libs" | awk '/cublas|nccl|cudnn|cudart/ && $3 != "not" {print $3}' | xargs -r -n1 readlink -f | tr '\n' ' ')
   missing=$(echo "$libs" | awk '$3 == "not" {print $1}' | tr '\n' ' ')
+  echo "== depthbench --help"
+  local ok=1
+  t "$DEPTHBENCH" --help >"$LOGS/depthbench_help.txt" 2>&1 || ok=0
+  head -5 "$LOGS/depthbench_help.txt"
+  echo "== mpirun -np 2"
+  t "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" --help >"$LOGS/mpirun_help.txt" 2>&1 || ok=0
+  tail -5 "$LOGS/mpirun_help.txt"
   echo "== python: $PYTHON"
   t "$PYTHON" - <<'PY' 2>&1
 import importlib, sys
@@ -208,13 +215,6 @@ for name in ("torch", "transformers", "safetensors", "h5py", "numpy"):
     except Exception as e:
         print(f"{name}: not available ({type(e).__name__})")
 PY
-  echo "== depthbench --help"
-  local ok=1
-  t "$DEPTHBENCH" --help >"$LOGS/depthbench_help.txt" 2>&1 || ok=0
-  head -5 "$LOGS/depthbench_help.txt"
-  echo "== mpirun -np 2"
-  t "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" --help >"$LOGS/mpirun_help.txt" 2>&1 || ok=0
-  tail -5 "$LOGS/mpirun_help.txt"
   local python_line
   python_line=$(grep -E "^(python|torch|transformers) " "$LOGS/env.log" | cut -d' ' -f1,2 | tr '\n' ' ')
   if [[ -n $missing ]]; then
@@ -408,7 +408,7 @@ EOF
   elif ((rc != 0 || done != 4)); then
     row sweep FAIL "rc $rc, $done of 4 run files"
   else
-    row sweep pass "2 groups, 4 runs ($(grep -m1 -oE 'progress: [^,]*' "$LOGS/sweep_two_groups.log" | tail -1)), $(elapsed)s elapsed"
+    row sweep pass "2 groups, one run finished before; $(grep -E '^\[sweep\] [0-9]+ runs:' "$LOGS/sweep_two_groups.log" | tail -1 | cut -c9-80)"
   fi
 }
 
