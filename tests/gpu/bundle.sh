@@ -70,6 +70,7 @@ rm -rf "$STAGE" && mkdir -p "$STAGE"/root/{bin,libexec,lib,tree}
 R=$STAGE/root
 cp "$BUILD/depthbench" "$R/libexec/"
 for t in $GPU_TESTS; do cp "$BUILD/tests/$t" "$R/libexec/"; done
+echo "$GPU_TESTS" >"$R/gpu-tests.txt"  # the programs check.sh runs in its ops stage
 for tool in h5dump h5ls; do
   p=$(command -v "$tool") || die "$tool not found (apt-get install hdf5-tools)"
   cp -L "$p" "$R/libexec/"
