@@ -14,4 +14,4 @@ endif()
 add_test(NAME gpu.bundle_in_bare_root
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bundle_chroot.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
                  ${PROJECT_BINARY_DIR}/test-work/bundle_in_bare_root)
-set_tests_properties(gpu.bundle_in_bare_root PROPERTIES LABELS bundle SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE)
+set_tests_properties(gpu.bundle_in_bare_root PROPERTIES LABELS "bundle;slow" SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE)
