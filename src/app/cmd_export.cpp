@@ -133,13 +133,13 @@ int run_export_command(int argc, char** argv) {
       tokenizer.empty() && manifest ? data::tokenizer_location(*manifest) : tokenizer;
   const std::string missing = copy_tokenizer(spec, out);
   // The weights are out either way; a tokenizer that was not found can be added afterwards.
-  if (!missing.empty())
-    std::printf("  no tokenizer files written: %s\n", missing.c_str());
+  if (!missing.empty()) std::printf("  no tokenizer files written: %s\n", missing.c_str());
   if (!missing.empty() && spec != "bytes")
-    std::printf("  the weights are exported; to add the tokenizer, run the same command with "
-                "--tokenizer PATH/tokenizer.json (or its folder), or copy tokenizer.json into "
-                "%s\n",
-                out.c_str());
+    std::printf(
+        "  the weights are exported; to add the tokenizer, run the same command with "
+        "--tokenizer PATH/tokenizer.json (or its folder), or copy tokenizer.json into "
+        "%s\n",
+        out.c_str());
   return 0;
 }
 

@@ -11,9 +11,9 @@ namespace po = boost::program_options;
 
 bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& options) {
   po::options_description desc("options");
-  desc.add_options()("help,h", "print this help")("suite",
-                                                  po::value<std::string>(&options.suite_file),
-                                                  "suite file, or the name of a shipped suite (demo.ini; doc/suites.md)")(
+  desc.add_options()("help,h", "print this help")(
+      "suite", po::value<std::string>(&options.suite_file),
+      "suite file, or the name of a shipped suite (demo.ini; doc/suites.md)")(
       "out", po::value<std::string>(&options.out_dir),
       "output directory of run files (default runs/SUITE_NAME)");
   if (is_sweep)

@@ -28,7 +28,10 @@ std::string cpu_model_name() {
 // the config attribute keeps the patterns as written, which the run id hashes.
 std::string joined_absolute(const std::vector<std::string>& patterns) {
   std::string s;
-  for (const auto& p : patterns) s += (s.empty() ? "" : ";") + absolute_pattern(p);
+  for (const auto& p : patterns) {
+    if (!s.empty()) s += ';';
+    s += absolute_pattern(p);
+  }
   return s;
 }
 

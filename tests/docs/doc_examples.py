@@ -25,7 +25,7 @@ from pathlib import Path
 FENCE = re.compile(r"^```(\S*)\s*(.*)$")
 EXITS = re.compile(r"#.*\bexits (\d+)\b")
 COMMAND = re.compile(r"(?:^|[\s/`(])depthbench\s+([a-z][a-z-]*)([^|;&#`\n]*)")
-OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_.-]*[a-z0-9])")
+OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9_.-]*[a-z0-9])(?![\w.])")  # not --model.KEY
 HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?")
 
 failures: list[str] = []
@@ -136,6 +136,38 @@ def check_option_names(source: Path, env: dict) -> int:
     return checked
 
 
+CITED = re.compile(r"(?<![\w./-])((?:src|tests|doc|postprocess|scripts|jobs|bench|cmake)"
+                   r"/[\w./-]*\w)")
+BARE_DOC = re.compile(r"(?<![\w./-])([A-Z][A-Za-z_-]*\.md)\b")
+
+
+def check_cited_files(source: Path) -> int:
+    """Every file of the repository that the docs (and the CMake files) cite exists."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=source, text=True, capture_output=True)
+    names = {Path(f).name for f in tracked.stdout.split()}
+    files = documents(source) + sorted(source.glob("**/CMakeLists.txt")) + sorted(
+        source.glob("cmake/*.cmake"))
+    checked = 0
+    for path in files:
+        if "build" in path.relative_to(source).parts[:1]:
+            continue
+        where = str(path.relative_to(source))
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for cited in CITED.findall(line):
+                if any(c in cited for c in "*{}") or re.search(r"[A-Z]{3,}", cited):
+                    continue  # a pattern or a placeholder (SUITE, NAME)
+                checked += 1
+                stem = source / cited.rstrip(".")  # src/io/safetensors: its .hpp/.cpp
+                if not stem.exists() and not list(stem.parent.glob(stem.name + ".*")):
+                    failures.append(f"{where}:{number}: cites {cited}, which does not exist")
+            for cited in BARE_DOC.findall(line):
+                checked += 1
+                if cited not in names:
+                    failures.append(f"{where}:{number}: cites {cited}, which is not in the "
+                                    f"repository")
+    return checked
+
+
 def exit_status_table(source: Path) -> list[tuple[int, str]]:
     text = (source / "doc/sweeps.md").read_text()
     table = text[text.index("Exit status"):]
@@ -208,12 +240,14 @@ def main() -> int:
         env.pop("PYTHONPATH", None)
         blocks = run_runnable_blocks(source, env)
         options = check_option_names(source, env)
+        cited = check_cited_files(source)
         table = Path(scratch) / "table"
         table.mkdir()
         check_exit_table(source, env, table)
     for failure in failures:
         print("FAIL:", failure)
-    print(f"docs: {blocks} runnable blocks, {options} option names, the exit-status table: "
+    print(f"docs: {blocks} runnable blocks, {options} option names, {cited} cited files, "
+          "the exit-status table: "
           + ("ok" if not failures else f"{len(failures)} problem(s)"))
     return 1 if failures else 0
 
