@@ -8,9 +8,17 @@ build_dir=$1; read -r -a mpirun <<<"${2//;/ }"
 home=$(mktemp -d "${TMPDIR:-/tmp}/depthbench-install.XXXXXX")
 trap 'rm -rf "$home"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# Each step's wall time, printed for the record (never asserted).
+last=$(date +%s.%N)
+took() {
+  local now; now=$(date +%s.%N)
+  awk -v step="$1" -v a="$now" -v b="$last" 'BEGIN { printf "%-28s %6.1f s\n", step, a - b }'
+  last=$now
+}
 
 prefix=$home/prefix
 cmake --install "$build_dir" --prefix "$prefix" > "$home/install.log"
+took "cmake --install"
 for installed in bin/depthbench bin/depthbench-report share/depthbench/suites/demo.ini \
                  share/depthbench/python/postprocess/__main__.py share/depthbench/README.md \
                  share/depthbench/doc/user-guide.md; do
@@ -25,6 +33,7 @@ for i in $(seq 1 120); do
   echo "{\"text\": \"Document $i of the walkthrough: a quick brown fox jumps over the lazy dog $i times.\"}"
 done > corpus/notes.jsonl
 depthbench tokenize --tokenizer bytes --input corpus --val-fraction 0.1 --out data/mine > tokenize.log
+took "depthbench tokenize"
 cat > mine.ini <<'INI'
 [suite]
 name = mine
@@ -55,19 +64,24 @@ depthbench plan mine.ini > plan.log
 grep -q "pre_ln" plan.log || fail "plan lists no pre_ln run: $(cat plan.log)"
 depthbench plan demo.ini > plan_demo.log || fail "the shipped demo.ini is not found by name"
 grep -q "suite demo" plan_demo.log || fail "plan demo.ini: $(head -3 plan_demo.log)"
+took "depthbench plan (x2)"
 
 "${mpirun[@]}" -np 2 depthbench sweep mine.ini --out runs/mine --quiet > sweep.log ||
   fail "sweep exited $?: $(tail -5 sweep.log)"
+took "mpirun -np 2 sweep (2 runs)"
 run=$(ls runs/mine/mine__pre_ln__*.h5)
 depthbench-report runs/mine --out report > report.log || fail "depthbench-report: $(tail -5 report.log)"
+took "depthbench-report"
 test -s report/report.md || fail "no report/report.md"
 grep -q "pre_ln\|Pre-LN" report/report.md || fail "report.md does not rank pre_ln"
 depthbench eval --weights "${run%.h5}.weights" --data 'data/mine/val_*.npy' --windows 2 \
   --threads 1 > eval.log
+took "depthbench eval"
 grep -q "mean loss" eval.log || fail "eval printed no mean loss: $(cat eval.log)"
 
 # export from another folder: the run file stores where its data is.
 mkdir -p "$home/elsewhere" && cd "$home/elsewhere"
 depthbench export "$home/project/$run" --format safetensors --out exported > export.log
+took "depthbench export"
 test -s exported/model.safetensors || fail "export from another folder wrote no model.safetensors"
 echo "install walkthrough: ok (prefix $prefix)"
