@@ -2,14 +2,15 @@
 and jobs/README.md against the binary.
 
 1. Every fenced block opened with ```sh runnable runs, in order, in one temporary folder per
-   document with `depthbench` and `depthbench-report` on PATH; each command must exit 0, or the
+   document with the installed `depthbench` and `depthbench-report` on PATH (the build is
+   installed into a temporary prefix first, as the docs' readers do); each command must exit 0, or the
    status its comment documents (`# exits 2`).
 2. Every `--option` written after `depthbench COMMAND` (in a code block or an inline code span)
    is an option of that command's `--help`, and COMMAND is a command.
 3. The exit-status table of doc/sweeps.md is what the binary does: a completed run, a stop by
    SIGUSR1 and a command error each end with the status of the row that describes them.
 
-usage: doc_examples.py SOURCE_DIR BIN_DIR MPIRUN   (BIN_DIR holds depthbench, depthbench-report)
+usage: doc_examples.py SOURCE_DIR BUILD_DIR MPIRUN
 """
 from __future__ import annotations
 
@@ -237,8 +238,12 @@ def check_exit_table(source: Path, env: dict, folder: Path) -> None:
 
 
 def main() -> int:
-    source, bin_dir, mpirun = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3]
+    source, build, mpirun = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="depthbench-docs-") as scratch:
+        prefix = Path(scratch) / "prefix"
+        subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix)], check=True,
+                       stdout=subprocess.DEVNULL)
+        bin_dir = prefix / "bin"
         # `mpirun` in the examples: as root it needs --allow-run-as-root (doc/user-guide.md says
         # so once); the wrapper adds what this machine needs.
         wrapper = Path(scratch) / "wrappers"
