@@ -73,6 +73,10 @@ run=$(ls runs/mine/mine__pre_ln__*.h5)
 depthbench-report runs/mine --out report > report.log || fail "depthbench-report: $(tail -5 report.log)"
 took "depthbench-report"
 test -s report/report.md || fail "no report/report.md"
+# Without a Python that has h5py, the entry point says what is needed instead of a traceback.
+status=0; DEPTHBENCH_PYTHON=/bin/false depthbench-report runs/mine --out r2 2> no_python.err || status=$?
+[ "$status" = 127 ] && grep -q "no Python with h5py" no_python.err ||
+  fail "depthbench-report without a usable Python: status $status, $(cat no_python.err)"
 grep -q "pre_ln\|Pre-LN" report/report.md || fail "report.md does not rank pre_ln"
 depthbench eval --weights "${run%.h5}.weights" --data 'data/mine/val_*.npy' --windows 2 \
   --threads 1 > eval.log
