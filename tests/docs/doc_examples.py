@@ -153,20 +153,25 @@ BARE_DOC = re.compile(r"(?<![\w./-])([A-Z][A-Za-z_-]*\.md)\b")
 
 
 def check_cited_files(source: Path) -> int:
-    """Every file of the repository that the docs (and the CMake files) cite exists."""
+    """Every file of the repository that the docs and the code cite exists."""
     tracked = subprocess.run(["git", "ls-files"], cwd=source, text=True, capture_output=True)
     names = {Path(f).name for f in tracked.stdout.split()}
-    files = documents(source) + sorted(source.glob("**/CMakeLists.txt")) + sorted(
-        source.glob("cmake/*.cmake"))
+    code = [source / f for f in tracked.stdout.split()
+            if f.startswith(("src/", "tests/", "postprocess/", "cmake/", "scripts/", "bench/"))
+            or f.endswith("CMakeLists.txt")]
+    files = documents(source) + [f for f in code if f.suffix in {
+        ".cpp", ".hpp", ".cu", ".cuh", ".py", ".sh", ".txt", ".cmake", ".in"}]
     checked = 0
     for path in files:
         if "build" in path.relative_to(source).parts[:1]:
             continue
         where = str(path.relative_to(source))
         for number, line in enumerate(path.read_text().splitlines(), 1):
-            for cited in CITED.findall(line):
-                if any(c in cited for c in "*{}") or re.search(r"[A-Z]{3,}", cited):
-                    continue  # a pattern or a placeholder (SUITE, NAME)
+            for match in CITED.finditer(line):
+                cited = match.group(1)
+                placeholder = re.search(r"[A-Z]{3,}", cited) or "$" in line[match.end():][:2]
+                if any(c in cited for c in "*{}") or placeholder:
+                    continue  # a pattern or a placeholder (SUITE, NAME, $1)
                 checked += 1
                 stem = source / cited.rstrip(".")  # src/io/safetensors: its .hpp/.cpp
                 if not stem.exists() and not list(stem.parent.glob(stem.name + ".*")):
