@@ -49,8 +49,9 @@ FINAL_VAL_LOSS_CI_LOW = "val_loss_ci_low"
 FINAL_VAL_LOSS_CI_HIGH = "val_loss_ci_high"
 FINAL_BEST_VAL_LOSS = "best_val_loss"
 FINAL_BEST_STEP = "best_step"
-# Optional dataset under /final: the final loss of each validation window, in window order.
-# depthbench does not write it yet; when present, depth trends resample windows jointly.
+# Dataset under /final: the final loss of each validation window, in window order (every run
+# writes it, doc/hdf5-schema.md); with it depth trends resample windows jointly, older files
+# without it are still read.
 FINAL_VAL_WINDOW_LOSSES = "val_window_losses"
 
 # /diagnostics datasets, as src/diag writes them (doc/diagnostics.md); keep every name here.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "app/command_line.hpp"
 #include "app/commands.hpp"
@@ -15,8 +16,8 @@
 #include "io/hf_checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "io/safetensors_weights.hpp"
+#include "io/stored_paths.hpp"
 #include "io/weights_source.hpp"
-#include "train/run_config.hpp"
 
 namespace db::app {
 namespace {
@@ -34,17 +35,23 @@ std::string run_stem(const std::string& path) {
 }
 
 // The manifest of the run's token files (doc/tokenize.md), when NAME.h5 and the files are found.
+// The run file stores its token file patterns absolute (io/stored_paths.hpp), so this works from
+// any directory; a missing data folder only costs the tokenizer, never the export.
 std::optional<data::ShardManifest> run_manifest(const std::string& run_file) {
   if (!fs::exists(run_file)) return std::nullopt;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const hid_t id = H5Fopen(run_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) return std::nullopt;
   H5Handle file(id, H5Fclose);
-  if (H5Aexists(file.get(), "config") <= 0) return std::nullopt;
-  const RunConfig config = parse_run_config_text(read_string_attribute(file.get(), "config"));
-  for (const auto* globs : {&config.data.train_files, &config.data.val_files})
-    for (const std::string& token_file : expand_globs(*globs))
+  for (const char* attribute : {"train_files", "val_files"}) {
+    if (H5Aexists(file.get(), attribute) <= 0) continue;
+    std::vector<std::string> patterns;
+    std::istringstream list(read_string_attribute(file.get(), attribute));
+    for (std::string pattern; std::getline(list, pattern, ';');)
+      if (!pattern.empty()) patterns.push_back(pattern);
+    for (const std::string& token_file : expand_stored_globs(patterns, run_file))
       if (auto manifest = data::manifest_describing(token_file)) return manifest;
+  }
   return std::nullopt;
 }
 
@@ -56,7 +63,7 @@ void ship_file(const fs::path& from, const fs::path& to) {
 // The tokenizer files in the layout transformers reads: tokenizer.json with its companions, or
 // GPT-2's encoder.json + vocab.bpe as vocab.json + merges.txt. Returns what is missing, if any.
 std::string copy_tokenizer(const std::string& spec, const fs::path& out) {
-  if (spec.empty()) return "no run file with token files described by a manifest.ini";
+  if (spec.empty()) return "the run's token files or their manifest.ini were not found";
   if (spec == "bytes") return "the run used the bytes tokenizer, which has no Hugging Face form";
   fs::path source = spec;
   if (fs::is_directory(source))
@@ -122,10 +129,17 @@ int run_export_command(int argc, char** argv) {
   write_hf_checkpoint(out, weights, manifest ? manifest->eod_id : -1);
   std::printf("exported %s as a Hugging Face %s folder %s\n", weights_file.c_str(),
               weights.model.qk_norm ? "Qwen3" : "LLaMA", out.c_str());
-  const std::string missing =
-      copy_tokenizer(tokenizer.empty() && manifest ? manifest->tokenizer : tokenizer, out);
-  if (!missing.empty())
-    std::printf("  no tokenizer files written: %s (give --tokenizer)\n", missing.c_str());
+  const std::string spec =
+      tokenizer.empty() && manifest ? data::tokenizer_location(*manifest) : tokenizer;
+  const std::string missing = copy_tokenizer(spec, out);
+  // The weights are out either way; a tokenizer that was not found can be added afterwards.
+  if (!missing.empty()) std::printf("  no tokenizer files written: %s\n", missing.c_str());
+  if (!missing.empty() && spec != "bytes")
+    std::printf(
+        "  the weights are exported; to add the tokenizer, run the same command with "
+        "--tokenizer PATH/tokenizer.json (or its folder), or copy tokenizer.json into "
+        "%s\n",
+        out.c_str());
   return 0;
 }
 

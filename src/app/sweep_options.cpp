@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "app/installed_files.hpp"
 #include "core/error.hpp"
 
 namespace db::app {
@@ -10,9 +11,9 @@ namespace po = boost::program_options;
 
 bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& options) {
   po::options_description desc("options");
-  desc.add_options()("help,h", "print this help")("suite",
-                                                  po::value<std::string>(&options.suite_file),
-                                                  "suite file (input/*.ini; doc/suites.md)")(
+  desc.add_options()("help,h", "print this help")(
+      "suite", po::value<std::string>(&options.suite_file),
+      "suite file, or the name of a shipped suite (demo.ini; doc/suites.md)")(
       "out", po::value<std::string>(&options.out_dir),
       "output directory of run files (default runs/SUITE_NAME)");
   if (is_sweep)
@@ -50,6 +51,7 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
     return false;
   }
   DB_REQUIRE(!options.suite_file.empty(), "missing the suite file (e.g. input/demo.ini)");
+  options.suite_file = locate_suite(options.suite_file);  // `demo.ini`: the shipped suite
   DB_REQUIRE(options.ranks_per_run >= 1, "--ranks-per-run must be at least 1");
   DB_REQUIRE(vm.count("mfu") == 0 || (options.mfu > 0 && options.mfu <= 1),
              "--mfu " + std::to_string(options.mfu) + ": must be in (0, 1]");

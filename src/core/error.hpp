@@ -1,5 +1,5 @@
 // One exception type and one check macro per external library, so that every failure carries
-// file, line and the library's own message (STYLE.md: "every external call is checked").
+// file, line and the library's own message: every external call is checked.
 #pragma once
 #include <stdexcept>
 #include <string>

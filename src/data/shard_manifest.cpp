@@ -65,6 +65,15 @@ ShardManifest read_shard_manifest(const std::string& path) {
   return manifest;
 }
 
+std::string tokenizer_location(const ShardManifest& manifest) {
+  namespace fs = std::filesystem;
+  const fs::path stored = manifest.tokenizer;
+  if (manifest.tokenizer == "bytes" || stored.empty() || stored.is_absolute())
+    return manifest.tokenizer;
+  const fs::path beside = fs::path(manifest.path).parent_path() / stored;
+  return fs::exists(beside) ? beside.string() : manifest.tokenizer;
+}
+
 std::optional<ShardManifest> manifest_describing(const std::string& token_file) {
   namespace fs = std::filesystem;
   // Beside the name given, else beside the real file when that name is a symbolic link.

@@ -23,6 +23,11 @@ struct ShardManifest {
 // Parses a manifest. Throws db::Error naming the file and the key when one is missing or bad.
 ShardManifest read_shard_manifest(const std::string& path);
 
+// Where the manifest's tokenizer is, seen from the current directory: "bytes" and absolute paths
+// as written (tokenize writes paths absolute); a relative path of an older manifest relative to
+// the manifest's folder when it is there, else as written (relative to where tokenize ran).
+std::string tokenizer_location(const ShardManifest& manifest);
+
 // The manifest in the directory of `token_file` when it lists that file's name among its shards;
 // none otherwise (a file copied elsewhere, or data not written by tokenize).
 std::optional<ShardManifest> manifest_describing(const std::string& token_file);

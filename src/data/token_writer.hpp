@@ -1,6 +1,6 @@
 // Writers of token files, used by the tokenizer (spec doc/data.md). Every writer is
 // atomic like the run file and checkpoints: it writes PATH.tmp, fsyncs it, and renames it to
-// PATH, so a crash never leaves a file that looks complete (STYLE.md: atomic writes).
+// PATH, so a crash never leaves a file that looks complete.
 // Each refuses an id that does not fit the dtype.
 #pragma once
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The order in which a trainer visits the windows of a TokenDataset: a fresh Fisher–Yates
 // shuffle per epoch, fully determined by (seed, epoch). A run's position in this order is one
-// integer, so a restart (STYLE.md: "restart designed in from the start") resumes exactly by
+// integer, so a restart resumes exactly by
 // saving `position` and calling window_at(position) again.
 #pragma once
 #include <cstdint>

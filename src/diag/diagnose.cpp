@@ -11,6 +11,7 @@
 #include "io/hdf5_handle.hpp"
 #include "io/hf_checkpoint.hpp"
 #include "io/run_file.hpp"
+#include "io/stored_paths.hpp"
 #include "model/model_on_backend.hpp"
 #include "ops/cpu/gemm.hpp"
 
@@ -139,9 +140,15 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
   // never seen); tiny demo runs train with short sequences.
   settings.window_len = std::min(settings.window_len, run.config.recipe.seq_len);
   DB_REQUIRE(settings.window_len >= 2, "window length must be at least 2 tokens");
-  const std::vector<std::string> files =
-      expand_globs(options.token_globs.empty() ? run.val_files : options.token_globs);
-  DB_REQUIRE(!files.empty(), "no token files: the run has no validation files, give --tokens");
+  // The run's own files were stored by the run file (absolute since they are), --tokens are
+  // the user's patterns, read against the current directory.
+  const std::vector<std::string> files = options.token_globs.empty()
+                                             ? expand_stored_globs(run.val_files, options.run_file)
+                                             : expand_globs(options.token_globs);
+  DB_REQUIRE(!files.empty(), run.val_files.empty()
+                                 ? "no token files: the run has no validation files, give --tokens"
+                                 : "no file matches the run's validation files " +
+                                       run.val_files.front() + ": give --tokens");
   data::TokenFileOptions token_options;
   token_options.format = data::parse_token_format(run.config.data.format);
   token_options.raw_dtype_bytes = run.config.data.dtype_bytes;

@@ -8,6 +8,17 @@
 #include "core/version.hpp"
 
 namespace db::tokenizer {
+namespace {
+
+// A tokenizer file is recorded absolute, so that `export` finds it from any directory;
+// "bytes" is a name, not a path.
+std::string stored_tokenizer(const std::string& description) {
+  std::error_code error;
+  if (!std::filesystem::exists(description, error)) return description;
+  return std::filesystem::absolute(description).lexically_normal().string();
+}
+
+}  // namespace
 
 void write_corpus_manifest(const ManifestContents& m) {
   const CorpusOptions& options = m.options;
@@ -16,7 +27,7 @@ void write_corpus_manifest(const ManifestContents& m) {
   std::ostringstream out;
   out << "# depthbench tokenize manifest: written after every shard was complete\n"
       << "[tokenize]\n"
-      << "tokenizer = " << m.tokenizer.description() << "\n"
+      << "tokenizer = " << stored_tokenizer(m.tokenizer.description()) << "\n"
       << "vocab_size = " << m.tokenizer.vocab_size() << "\n"
       << "eod_id = " << m.tokenizer.eod_id() << "\n"
       << "bos_id = " << (options.bos_id ? std::to_string(*options.bos_id) : "none") << "\n"

@@ -8,6 +8,7 @@
 
 #include "core/rng.hpp"
 #include "core/version.hpp"
+#include "io/stored_paths.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
 #include "ops/cpu/gemm.hpp"
@@ -23,9 +24,14 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-std::string joined(const std::vector<std::string>& items) {
+// Absolute, so that a command run from another directory finds the data (io/stored_paths.hpp);
+// the config attribute keeps the patterns as written, which the run id hashes.
+std::string joined_absolute(const std::vector<std::string>& patterns) {
   std::string s;
-  for (const auto& i : items) s += (s.empty() ? "" : ";") + i;
+  for (const auto& p : patterns) {
+    if (!s.empty()) s += ';';
+    s += absolute_pattern(p);
+  }
   return s;
 }
 
@@ -109,8 +115,8 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed)
   f.set_attribute("adam_eps", r.adam_eps);
   f.set_attribute("grad_clip", r.grad_clip);
   f.set_attribute("seed", int64_t(c.seed));
-  f.set_attribute("train_files", joined(c.data.train_files));
-  f.set_attribute("val_files", joined(c.data.val_files));
+  f.set_attribute("train_files", joined_absolute(c.data.train_files));
+  f.set_attribute("val_files", joined_absolute(c.data.val_files));
   f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
   f.set_attribute("backend", c.backend);
   f.set_attribute("precision", c.precision);  // the CUDA arithmetic; the CPU computes in fp32

@@ -6,3 +6,10 @@ if(TARGET depthbench AND SYSTEM_PYTHON)
                    ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/export_command)
   set_tests_properties(io.export_command PROPERTIES LABELS "io;train" TIMEOUT 300)
 endif()
+# Paths stored in files (manifest's tokenizer, run file's data patterns) resolve from any folder.
+if(TARGET depthbench AND SYSTEM_PYTHON)
+  add_test(NAME io.export_elsewhere
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/export_elsewhere.sh $<TARGET_FILE:depthbench>
+                   ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/export_elsewhere)
+  set_tests_properties(io.export_elsewhere PROPERTIES LABELS "io" TIMEOUT 300)
+endif()

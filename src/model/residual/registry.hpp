@@ -1,4 +1,4 @@
-// The named residual designs (STYLE.md: "a registry of named residual designs").
+// The named residual designs: a design is one registered entry, found by its name.
 #pragma once
 #include <string>
 #include <vector>

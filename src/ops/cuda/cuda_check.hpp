@@ -1,4 +1,4 @@
-// One check macro per CUDA library (STYLE.md: "every external call is checked"): a failure
+// One check macro per CUDA library (every external call is checked): a failure
 // throws db::Error carrying file, line, the failing call and the library's own message.
 #pragma once
 #include <cublasLt.h>

@@ -1,0 +1,13 @@
+// The files DepthBench ships beside its executable: after `cmake --install build --prefix DIR`
+// the suites are in DIR/share/depthbench/suites, in a build tree they are the clone's input/.
+// Found from the executable's own location, never from the clone a binary was built in.
+#pragma once
+#include <string>
+
+namespace db::app {
+
+// `given` when that file exists; else, for a bare name such as `demo.ini` or `demo`, the
+// shipped suite of that name; else `given` unchanged (the suite parser then says it is missing).
+std::string locate_suite(const std::string& given);
+
+}  // namespace db::app
