@@ -49,8 +49,10 @@ void Progress::step(int64_t passes) {
   if (!verbose_ || comm_.rank() != 0 || local_total_ <= 0) return;
   const auto now = Clock::now();
   const double since_print = std::chrono::duration<double>(now - last_print_).count();
+  // On a terminal a line at each tenth (or every 10 s); into a file or a pipe (a job's log)
+  // only one a minute, so that a log holds the start and end of each diagnostic, not its deciles.
   const bool decile = local_done_ * 10 / local_total_ != (local_done_ - passes) * 10 / local_total_;
-  if (!decile && since_print < 10.0) return;
+  if (interactive_ ? !decile && since_print < 10.0 : since_print < 60.0) return;
   last_print_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = elapsed / double(local_done_) * double(local_total_ - local_done_);

@@ -2,8 +2,11 @@
 // settings, the sampled token windows, the communicator over which independent passes are
 // spread, progress lines with an ETA, and the scoring of a target continuation.
 #pragma once
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -61,7 +64,8 @@ class WindowSample {
 // then lines with the share done and an ETA from rank 0's own passes.
 class Progress {
  public:
-  Progress(const Communicator& comm, bool verbose) : comm_(comm), verbose_(verbose) {}
+  Progress(const Communicator& comm, bool verbose)
+      : comm_(comm), verbose_(verbose), interactive_(isatty(fileno(stdout)) == 1) {}
   void begin(const std::string& name, int64_t total_passes, const std::string& breakdown);
   // Passes this rank will run in the current diagnostic (for its ETA).
   void set_local_total(int64_t passes) { local_total_ = passes; }
@@ -72,6 +76,7 @@ class Progress {
   using Clock = std::chrono::steady_clock;
   const Communicator& comm_;
   bool verbose_;
+  bool interactive_;  // stdout is a terminal: progress at each tenth, else once a minute
   std::string name_;
   int64_t local_total_ = 0, local_done_ = 0;
   Clock::time_point start_, last_print_;
@@ -126,6 +131,14 @@ class ObserverScope {
 };
 
 // A diagnostic: its name, the forward passes it needs (over all ranks) and its computation.
+// Work of a diagnostic beyond its forward passes, for the time estimate printed before it
+// runs: how many units, the measured seconds of one, and what a unit is.
+struct ExtraWork {
+  int64_t units = 0;
+  double seconds_each = 0;
+  std::string what;
+};
+
 struct Diagnostic {
   std::string name;
   std::string summary;
@@ -134,6 +147,8 @@ struct Diagnostic {
   // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.
   std::function<std::string(const DiagContext&)> not_applicable;
   std::function<std::vector<DiagnosticDataset>(DiagContext&)> run;
+  // Optional: measures one unit of its extra work (run on every rank, collectively safe).
+  std::function<ExtraWork(DiagContext&)> extra_work;
   // Reads a design's own hooks (path weights, stream maps): skipped for Hugging Face checkpoints.
   bool needs_design_internals = false;
 };
