@@ -18,6 +18,7 @@
 #include "sweep/dispatcher.hpp"
 #include "sweep/progress.hpp"
 #include "sweep/run_lock.hpp"
+#include "sweep/run_notes.hpp"
 #include "sweep/run_status.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "train/stop_signal.hpp"
@@ -131,6 +132,9 @@ int run_sweep_command(int argc, char** argv) {
   world.broadcast(stale, 0);
   DB_REQUIRE(stale.empty(), stale);
   if (world.rank() == 0) {
+    for (const sweep::PlannedRun& run : runs)
+      if (const std::string note = sweep::design_note(run.config.model); !note.empty())
+        std::printf("[sweep] warning: %s: %s\n", run.config.run_name().c_str(), note.c_str());
     std::filesystem::create_directories(out);
     std::printf("[sweep] %s: %zu runs on %d ranks, %d group(s) of %d, into %s\n",
                 suite.name.c_str(), runs.size(), world.size(), world.size() / G, G, out.c_str());
