@@ -146,6 +146,7 @@ int run_sweep_command(int argc, char** argv) {
   Communicator group = Communicator::split(world, group_index, world.rank());
   const bool leader = group.rank() == 0;
   bool environment_fault = false;
+  int checkpointed = 0;  // runs this group stopped on a signal, each with a checkpoint
   std::optional<sweep::SweepProgress> progress;
   if (leader && !options.quiet) progress.emplace(runs);
   {
@@ -192,6 +193,7 @@ int run_sweep_command(int argc, char** argv) {
         std::fflush(stdout);
       }
       stop = stop || result.status == "interrupted";
+      checkpointed += leader && result.status == "interrupted" && !result.environment_fault;
       environment_fault = environment_fault || result.environment_fault;
     }
   }  // the dispatcher's window is freed collectively here
@@ -202,6 +204,14 @@ int run_sweep_command(int argc, char** argv) {
     std::fflush(stdout);
   }
   MPI_CHECK(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.handle()));
+  // A stop signal's last word: what was saved and what to do next.
+  const int stopped_runs = int(world.allreduce_sum(double(checkpointed)));
+  if (world.rank() == 0 && (stopped_runs > 0 || stop_requested())) {
+    std::printf("[sweep] stopped by a signal: %d run%s checkpointed; rerun the same command to "
+                "resume\n",
+                stopped_runs, stopped_runs == 1 ? "" : "s");
+    std::fflush(stdout);
+  }
   if (world.allreduce_max(environment_fault ? 1.0 : 0.0) > 0) {
     if (world.rank() == 0)
       std::fprintf(stderr,
