@@ -2,7 +2,7 @@
 # A user's interrupt, with real signals and real mpirun ranks (doc/sweeps.md "Signals"):
 #  1. SIGUSR1 to `mpirun -np 2 depthbench sweep`: the runs checkpoint, exit 75, the last line says
 #     how many runs were checkpointed and to rerun; the rerun resumes and completes;
-#  2. Ctrl-C (SIGINT) to a `depthbench train` without mpirun: the same, exit 75;
+#  2. Ctrl-C (SIGINT) to a `depthbench sweep` without mpirun: the same, exit 75;
 #  3. Ctrl-C to jobs/run_sweep.sh's process group (a terminal's Ctrl-C) with the real mpirun:
 #     mpirun never sees it, the script forwards it as SIGUSR1 and exits 75;
 #  4. SIGINT to mpirun itself: Open MPI aborts the job and exits 1 whatever the ranks return
@@ -11,7 +11,7 @@ source "$(dirname "$0")/../sweep/common.sh"
 cd "$WORK"
 make_suite suite.ini "designs=pre_ln" "depths=1" "pre_ln=3e-3" "train.steps=100000" \
   "train.checkpoint_interval=0" "train.val_interval=100000"
-run="tiny__pre_ln__L1_d64__lr3e-03"
+run_of() { basename "$(ls "$1"/*.log)" .log; }  # the suite's one run
 
 # started DIR: the first curve row of the run is in its log (training has begun).
 started() { grep -qs "step " "$1"/*.log; }
@@ -27,6 +27,7 @@ last_line() { grep -v '^$' "$1" | tail -1; }
   >usr1.out 2>usr1.err &
 job=$!
 wait_until "training on 2 ranks" started usr1
+run=$(run_of usr1)
 kill -USR1 $job
 rc=0; wait $job || rc=$?
 [ "$rc" -eq 75 ] || fail "SIGUSR1 to mpirun: exit $rc, expected 75: $(tail -3 usr1.err)"
