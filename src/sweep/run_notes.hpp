@@ -16,7 +16,7 @@ std::string design_note(const ModelConfig& model);
 
 // Bytes of the files a run writes beside its run file (doc/hdf5-schema.md): weights are fp32,
 // 4 bytes per parameter, so the embedding and head of a large vocabulary dominate small models
-// (V = 128 256, d = 256: 2 x 33 M parameters, about 130 MB per weight file).
+// (V = 128 256, d = 128: embedding and head 2 x 16.4 M parameters, over 130 MB per weight file).
 struct DiskEstimate {
   double weights = 0;       // NAME.weights
   double init_weights = 0;  // NAME.init.weights (train.save_initial_weights)
