@@ -66,7 +66,7 @@ int run_plan_command(int argc, char** argv) {
   std::printf(
       "disk: per run, the files it keeps: NAME.weights + NAME.init.weights (fp32, 4 bytes per "
       "parameter each; with a 128K vocabulary even a tiny model's embedding and head make them "
-      "~150 MB) + the run file\n");
+      "130 MB or more) + the run file\n");
   std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s %8s  %s\n", "#",
               "design", "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr",
               "FLOPs", "GPU-h", "mem GiB", "disk", "state");
