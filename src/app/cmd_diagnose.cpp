@@ -60,9 +60,9 @@ int run_diagnose_command(int argc, char** argv) {
       "pruning-windows", po::value(&s.pruning_windows)->default_value(s.pruning_windows),
       "windows for the pruning loss deltas")(
       "logitlens-windows", po::value(&s.logitlens_windows)->default_value(s.logitlens_windows),
-      "windows for logitlens")("dead-threshold",
-                               po::value(&s.dead_threshold)->default_value(s.dead_threshold, "0.05"),
-                               "Block AttnRes dead segment: partial-sum weight threshold")(
+      "windows for logitlens")(
+      "dead-threshold", po::value(&s.dead_threshold)->default_value(s.dead_threshold, "0.05"),
+      "Block AttnRes dead segment: partial-sum weight threshold")(
       "arc", po::value(&s.arc_file), "ARC-Easy JSONL for the pruning accuracy deltas")(
       "arc-limit", po::value(&s.arc_limit)->default_value(0), "ARC questions used (0 = all)")(
       "nll-limit", po::value(&s.nll_limit)->default_value(0),

@@ -90,7 +90,8 @@ int run_plan_command(int argc, char** argv) {
         human(double(run.tokens)).c_str(), (long long)run.config.recipe.steps,
         run.config.recipe.learning_rate, run.flops, gpu_hours,
         estimate_memory(sized).total() / double(1 << 30), sweep::format_bytes(disk.kept()).c_str(),
-        sweep::run_status(run.config).c_str(), run.design_registered ? "" : "  unregistered design");
+        sweep::run_status(run.config).c_str(),
+        run.design_registered ? "" : "  unregistered design");
     if (const std::string note = sweep::design_note(m); !note.empty()) {
       std::printf("      note: %s\n", note.c_str());
       ++renamed;

@@ -207,9 +207,10 @@ int run_sweep_command(int argc, char** argv) {
   // A stop signal's last word: what was saved and what to do next.
   const int stopped_runs = int(world.allreduce_sum(double(checkpointed)));
   if (world.rank() == 0 && (stopped_runs > 0 || stop_requested())) {
-    std::printf("[sweep] stopped by a signal: %d run%s checkpointed; rerun the same command to "
-                "resume\n",
-                stopped_runs, stopped_runs == 1 ? "" : "s");
+    std::printf(
+        "[sweep] stopped by a signal: %d run%s checkpointed; rerun the same command to "
+        "resume\n",
+        stopped_runs, stopped_runs == 1 ? "" : "s");
     std::fflush(stdout);
   }
   if (world.allreduce_max(environment_fault ? 1.0 : 0.0) > 0) {

@@ -39,14 +39,15 @@ int64_t chosen_token(const tokenizer::Tokenizer& tok, const po::variables_map& v
 // Where the dropped or repaired lines are: the first few, or all with --verbose.
 void print_issues(const std::vector<std::string>& issues, const tokenizer::DocumentCounts& c,
                   bool verbose) {
-  const int64_t total = c.malformed_json + c.not_an_object + c.missing_field +
-                        c.field_not_string + c.empty_documents + c.invalid_utf8;
+  const int64_t total = c.malformed_json + c.not_an_object + c.missing_field + c.field_not_string +
+                        c.empty_documents + c.invalid_utf8;
   const std::size_t shown = verbose ? issues.size() : std::min<std::size_t>(issues.size(), 5);
   for (std::size_t i = 0; i < shown; ++i) std::printf("tokenize:   %s\n", issues[i].c_str());
   if (int64_t(shown) < total)
-    std::printf("tokenize:   ... %lld more (--verbose lists every one; --strict stops at the "
-                "first)\n",
-                (long long)(total - int64_t(shown)));
+    std::printf(
+        "tokenize:   ... %lld more (--verbose lists every one; --strict stops at the "
+        "first)\n",
+        (long long)(total - int64_t(shown)));
 }
 
 }  // namespace

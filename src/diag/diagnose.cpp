@@ -133,14 +133,16 @@ void print_time_estimate(DiagContext& ctx, const std::vector<const Diagnostic*>&
       extra = " + " + std::to_string(work.units) + " " + work.what + " x " + format_seconds(each);
     }
     total += seconds;
-    lines.push_back(std::to_string(passes) + " passes" + extra + ": ~" + format_seconds(seconds));
-    lines.back().insert(0, d->name + std::string(d->name.size() < 18 ? 18 - d->name.size() : 0, ' '));
+    char name[32];
+    std::snprintf(name, sizeof name, "%-17s ", d->name.c_str());
+    lines.push_back(name + std::to_string(passes) + " passes" + extra + ": ~" +
+                    format_seconds(seconds));
   }
   if (ctx.comm.rank() != 0) return;
-  std::printf("estimate before starting (one forward pass of a %d-token window took %s; passes "
-              "shared by %d rank%s):\n",
-              ctx.windows.window_len(), format_seconds(forward).c_str(), ranks,
-              ranks == 1 ? "" : "s");
+  std::printf(
+      "estimate before starting (one forward pass of a %d-token window took %s; passes "
+      "shared by %d rank%s):\n",
+      ctx.windows.window_len(), format_seconds(forward).c_str(), ranks, ranks == 1 ? "" : "s");
   for (const std::string& line : lines) std::printf("  %s\n", line.c_str());
   std::printf("  total             ~%s (an estimate from one measured pass, not a promise)\n",
               format_seconds(total).c_str());

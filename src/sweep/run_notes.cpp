@@ -30,7 +30,8 @@ DiskEstimate estimate_disk(const RunConfig& config, const ParameterCounts& count
   disk.checkpoint = 3 * weight_bytes;  // weights, AdamW m and v
   // Curve rows of about 16 float64 columns, the final per-window validation losses, and the
   // HDF5 structure and attributes (tens of KB); diagnostics add L x L matrices, also small.
-  const double rows = double(config.recipe.steps) / double(std::max<int64_t>(1, config.log_interval));
+  const double rows =
+      double(config.recipe.steps) / double(std::max<int64_t>(1, config.log_interval));
   disk.run_file = 64e3 + rows * 16 * 8 + double(config.val_windows) * 8;
   return disk;
 }

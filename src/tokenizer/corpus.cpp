@@ -179,11 +179,12 @@ std::vector<std::string> gather_issues(const std::vector<std::string>& mine, int
   MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm));
   std::string all;
   if (rank == 0) {
-    for (int r = 1; r < ranks; ++r) starts[size_t(r)] = starts[size_t(r) - 1] + lengths[size_t(r) - 1];
+    for (int r = 1; r < ranks; ++r)
+      starts[size_t(r)] = starts[size_t(r) - 1] + lengths[size_t(r) - 1];
     all.resize(size_t(starts.back() + lengths.back()));
   }
-  MPI_CHECK(MPI_Gatherv(joined.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                        starts.data(), MPI_CHAR, 0, comm));
+  MPI_CHECK(MPI_Gatherv(joined.data(), length, MPI_CHAR, all.data(), lengths.data(), starts.data(),
+                        MPI_CHAR, 0, comm));
   std::vector<std::string> lines;
   for (std::size_t start = 0, end; (end = all.find('\n', start)) != std::string::npos;
        start = end + 1)

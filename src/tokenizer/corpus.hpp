@@ -40,7 +40,7 @@ struct CorpusSummary {
   int64_t tokens_train = 0, tokens_val = 0;
   int64_t input_files = 0;
   int64_t shards_train = 0, shards_val = 0;
-  int threads = 1;     // per rank
+  int threads = 1;         // per rank
   double seconds = 0;      // slowest rank, reading + encoding + writing
   double cpu_seconds = 0;  // the same work's processor time, summed over threads and ranks
   std::string dtype;

@@ -1,11 +1,12 @@
 // What plan and sweep say about a run before training it: Block AttnRes with blocks of one
 // sublayer is named as Full AttnRes, and the disk estimate follows the parameter count.
 #define BOOST_TEST_MODULE run notes
+#include "sweep/run_notes.hpp"
+
 #include <boost/test/included/unit_test.hpp>
 #include <string>
 
 #include "model/model.hpp"
-#include "sweep/run_notes.hpp"
 
 using namespace db;
 
