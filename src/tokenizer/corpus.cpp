@@ -175,7 +175,7 @@ std::vector<std::string> gather_issues(const std::vector<std::string>& mine, int
   std::string joined;
   for (const std::string& line : mine) joined += line + '\n';
   int length = int(joined.size());
-  std::vector<int> lengths(size_t(ranks)), starts(size_t(ranks), 0);
+  std::vector<int> lengths(static_cast<size_t>(ranks), 0), starts(static_cast<size_t>(ranks), 0);
   MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm));
   std::string all;
   if (rank == 0) {
