@@ -3,7 +3,8 @@
 # the default 8 blocks) is named as Full AttnRes by both; plan shows each run's disk and the
 # suite's total.
 source "$(dirname "$0")/common.sh" "$@"
-make_suite "$WORK/suite.ini" "designs=attnres_block" "depths=1 2" "train.steps=2"
+make_suite "$WORK/suite.ini" "designs=pre_ln, attnres_block" "depths=1 2" "train.steps=2" \
+  "pre_ln=3e-3"
 "$DEPTHBENCH" plan "$WORK/suite.ini" --out "$WORK/out" | tee "$WORK/plan.txt"
 grep -q "mem GiB     disk  state" "$WORK/plan.txt" || fail "plan: no disk column"
 [ "$(grep -c "note: Block AttnRes at L = [12] has blocks of one sublayer" "$WORK/plan.txt")" -ge 2 ] ||
