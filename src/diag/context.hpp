@@ -2,11 +2,8 @@
 // settings, the sampled token windows, the communicator over which independent passes are
 // spread, progress lines with an ETA, and the scoring of a target continuation.
 #pragma once
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -64,8 +61,7 @@ class WindowSample {
 // then lines with the share done and an ETA from rank 0's own passes.
 class Progress {
  public:
-  Progress(const Communicator& comm, bool verbose)
-      : comm_(comm), verbose_(verbose), interactive_(isatty(fileno(stdout)) == 1) {}
+  Progress(const Communicator& comm, bool verbose) : comm_(comm), verbose_(verbose) {}
   void begin(const std::string& name, int64_t total_passes, const std::string& breakdown);
   // Passes this rank will run in the current diagnostic (for its ETA).
   void set_local_total(int64_t passes) { local_total_ = passes; }
@@ -76,9 +72,9 @@ class Progress {
   using Clock = std::chrono::steady_clock;
   const Communicator& comm_;
   bool verbose_;
-  bool interactive_;  // stdout is a terminal: progress at each tenth, else once a minute
   std::string name_;
   int64_t local_total_ = 0, local_done_ = 0;
+  int64_t printed_tenths_ = 0;  // tenths of local_total_ done at the last line
   Clock::time_point start_, last_print_;
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What `depthbench diagnose` prints (issue 24, item 7-8): into a file (not a terminal) no decile
-# progress lines; "no GPU visible" once for 2 ranks, not once per rank; a time estimate per
+# What `depthbench diagnose` prints (issue 24, item 7-8): no decile progress lines for short
+# diagnostics (at most one line per 10 s); "no GPU visible" once for 2 ranks, not once per rank; a time estimate per
 # diagnostic before they start (logitlens with its depth-state readouts); --quiet keeps only the
 # final table; --help shows --dead-threshold's default as 0.05.
 # Usage: console.sh DEPTHBENCH BINARY_DIR "MPIRUN ..."
