@@ -45,7 +45,7 @@ struct FinalDistribution {
   std::vector<std::array<int, 5>> top;
 };
 
-// Runs window w with the observer collecting every depth state into `states`.
+// Runs window w, the observer seeing every depth state, and returns its final distribution.
 FinalDistribution forward_window(DiagContext& ctx, ForwardObserver<float>& observer, int64_t w) {
   const int T = ctx.windows.window_len();
   const int V = ctx.model.config().vocab_size;
@@ -108,6 +108,8 @@ struct StateCollector {
       states[l].assign(z, z + rows * w);
     };
   }
+  StateCollector(const StateCollector&) = delete;  // the observer points at this object
+  StateCollector& operator=(const StateCollector&) = delete;
 };
 
 std::vector<DiagnosticDataset> run(DiagContext& ctx) {
