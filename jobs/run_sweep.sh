@@ -3,6 +3,7 @@
 # has a final run file. On SIGUSR1/SIGTERM (Slurm's --signal, PBS's walltime or pre-emption) the
 # signal is forwarded to mpirun, which passes it to every rank: each running run writes a
 # checkpoint and stops; the sweep exits 75 and the job asks to be requeued (the next job resumes).
+# Run by hand, a Ctrl-C (SIGINT) is the same clean stop without a requeue: the script exits 75.
 # usage: run_sweep.sh SUITE.ini OUT_DIR RANKS RANKS_PER_RUN [REQUEUE_COMMAND]
 # Exit status: 0 done or requeued; 75 stopped and not requeued (no requeue command, or scancel);
 # otherwise the failing sweep's status (a permanent error: a bad suite file, a missing binary).
@@ -18,25 +19,37 @@ relaunch_delay_s=${RELAUNCH_DELAY_S:-60}
 hostfile=()
 [ -n "${PBS_NODEFILE:-}" ] && hostfile=(--hostfile "$PBS_NODEFILE")
 
+# mpirun runs in a process group of its own (job control), so that a Ctrl-C at the terminal
+# reaches only this script, which forwards it as SIGUSR1: given SIGINT itself, Open MPI would
+# abort the job (SIGTERM to the ranks, SIGKILL a second later) and exit 1.
+set -m
+
 # Every stop signal is forwarded (checkpoint and stop). USR1 (Slurm's --signal warning, or
 # `scancel --signal=USR1 --batch`) then asks for a requeue; so does TERM under PBS, which sends
 # nothing else (walltime, pre-emption, qdel). Under Slurm a TERM alone is `scancel` (or Slurm's
 # own requeue or pre-emption, which need no help): the job stops for good.
+# A Ctrl-C (INT) is the user's: stop, never requeue.
 stopping=0
+stop_signal=
 requeue_wanted=0
 child=0
 forward() {
   stopping=1
-  if [ "$1" = USR1 ] || [ -z "${SLURM_JOB_ID:-}" ]; then requeue_wanted=1; fi
+  stop_signal=$1
+  if [ "$1" = USR1 ] || { [ "$1" = TERM ] && [ -z "${SLURM_JOB_ID:-}" ]; }; then
+    requeue_wanted=1
+  fi
   [ "$child" -gt 0 ] && kill -USR1 "$child" 2>/dev/null
 }
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
+trap 'forward INT' INT
 
 # run_and_wait CMD...: starts CMD and waits for it; a trapped signal interrupts `wait`, so
 # the loop waits again until CMD has really exited. Sets rc to CMD's exit status.
 run_and_wait() {
-  "$@" &
+  # stdin from /dev/null: in its own process group, mpirun reading the terminal would be stopped.
+  "$@" </dev/null &
   child=$!
   # A signal between `&` and `child=$!` found no child to forward to: forward it now.
   [ "$stopping" -eq 1 ] && kill -USR1 "$child" 2>/dev/null
@@ -55,6 +68,10 @@ requeue_and_exit() {
   exit 0
 }
 stop_and_exit() {
+  if [ "$requeue_wanted" -eq 0 ] && [ "$stop_signal" = INT ]; then
+    echo "stopped by Ctrl-C (SIGINT): runs checkpointed; run the same command again to resume"
+    exit 75
+  fi
   if [ "$requeue_wanted" -eq 0 ]; then
     echo "stopped by SIGTERM under Slurm (scancel): not requeueing; submit again to resume"
     exit 75

@@ -152,7 +152,7 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
             for m in released:
                 groups.setdefault(round(m.aspect_ratio, 1), []).append(m.name)
             top.set_xticks(list(groups))
-            top.set_xticklabels([v[0] + (f" +{len(v) - 1}" if len(v) > 1 else "")
+            top.set_xticklabels([v[0] + (f" (+{len(v) - 1} more)" if len(v) > 1 else "")
                                  for v in groups.values()], fontsize=5, rotation=90)
             from matplotlib.ticker import NullLocator
             top.xaxis.set_minor_locator(NullLocator())
@@ -161,7 +161,8 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
     fit_suptitle(fig, "Validation loss against aspect ratio (★ optimum per design; shaded: "
-                      "swept range; dotted: released Pre-LN models)")
+                      "swept range; dotted: released Pre-LN models, named on the top axis, "
+                      "'+N more': N other released models at the same d/L)")
     return fig
 
 
@@ -227,7 +228,9 @@ def aspect_ratio_landscape(panels: list[Panel], released: list[ReleasedModel],
     ax.set_ylabel("total parameters")
     ax.grid(alpha=0.3, which="both")
     if seen:
-        ax.legend(fontsize=6, ncol=2, loc="lower left")
+        # Outside the axes: inside, it covered the released models' labels and the bars.
+        ax.legend(fontsize=6, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0)
     fit_title(ax, "Shapes: released Pre-LN models (grey squares, public configs) and the swept "
                   "ranges (bars)", 7.5, fontsize=9)
     return save_figure(fig, directory, "aspect_ratio_landscape",

@@ -261,9 +261,14 @@ def check_all(panels: list[Panel], findings: list[PaperFinding] | None = None
     return [check(f, panels) for f in (load_findings() if findings is None else findings)]
 
 
+def any_tested(results: list[FindingResult]) -> bool:
+    return any(r.verdict != NOT_RUN for r in results)
+
+
 def findings_table(results: list[FindingResult]) -> Table:
+    """Every finding whose suite is in the directory; the others are one line of the summary."""
     rows = [[r.finding.title(), r.finding.paper_text(), r.ours, r.verdict, r.finding.source]
-            for r in results]
+            for r in results if not needs_absent_suite(r)]
     counts = Counter(r.verdict for r in results)
     summary = ", ".join(f"{counts[v]} {v}" for v in (AGREE, DIFFER, UNDECIDED, NOT_RUN))
     notes = [f"{len(results)} findings: {summary}.",
@@ -276,17 +281,39 @@ def findings_table(results: list[FindingResult]) -> Table:
                  ["finding", "paper", "ours", "verdict", "source"], rows, notes)
 
 
+SUITE_ABSENT = "suite not in this directory"
+
+
+def needs_absent_suite(result: FindingResult) -> bool:
+    return result.verdict == NOT_RUN and result.missing.startswith(SUITE_ABSENT)
+
+
+def absent_suites_line(results: list[FindingResult]) -> str | None:
+    """One sentence for every finding whose suite this directory does not hold (a custom suite's
+    directory holds none of them): they are not listed one by one."""
+    absent = [r for r in results if needs_absent_suite(r)]
+    if not absent:
+        return None
+    suites = sorted({r.finding.suite for r in absent})
+    return (f"{len(absent)} of {len(results)} findings of the paper need suites not in this "
+            f"directory ({', '.join(f'`{s}`' for s in suites)}): not run, not listed; the full "
+            "list is postprocess/data/paper_findings.csv.")
+
+
 def untested_summary(results: list[FindingResult]) -> list[str]:
     """Plain sentences on what this directory could not test, by missing suite."""
     missing: dict[str, list[str]] = {}
     for r in results:
-        if r.verdict == NOT_RUN:
+        if r.verdict == NOT_RUN and not needs_absent_suite(r):
             missing.setdefault(r.missing, []).append(r.finding.id)
+    absent = absent_suites_line(results)
     if not missing:
-        return ["Every finding of the paper could be tested on this directory."]
+        return [absent or "Every finding of the paper could be tested on this directory."]
     lines = [f"{sum(map(len, missing.values()))} of {len(results)} findings could not be "
-             "tested on this directory:"]
+             "tested on this directory although their suite is here:"]
     for why, ids in missing.items():
         which = ", ".join(ids) if len(ids) <= MAX_IDS_LISTED else "see the table"
         lines.append(f"{why[0].upper()}{why[1:]}: {len(ids)} finding(s) ({which}).")
+    if absent:
+        lines.append(absent)
     return lines

@@ -38,6 +38,11 @@ class Diagnostic:
     attrs: dict
 
 
+BLOCK_IS_FULL_NOTE = ("Block AttnRes with blocks of one sublayer (S = ceil(2L / attnres_blocks) "
+                      "= 1, e.g. L <= 4 with the default 8 blocks) is Full AttnRes: these rows "
+                      "measure Full AttnRes under Block AttnRes's name")
+
+
 @dataclass
 class Run:
     path: Path
@@ -65,6 +70,32 @@ class Run:
     @property
     def n_layer(self) -> int:
         return int(self.attrs["n_layer"])
+
+    @property
+    def design_options(self) -> dict[str, str]:
+        """The `design_options` attribute (`key=value;...`) as a dict."""
+        text = str(self.attrs.get("design_options", "") or "")
+        pairs = (item.split("=", 1) for item in text.split(";") if "=" in item)
+        return {key.strip(): value.strip() for key, value in pairs}
+
+    @property
+    def design_note(self) -> str:
+        """'' unless the design is in fact another one at this shape: Block AttnRes whose blocks
+        hold one sublayer (S = ceil(2L / attnres_blocks) = 1, e.g. L <= 4 with the default 8
+        blocks) is Full AttnRes (doc/architectures.md §10)."""
+        if self.arch != "attnres_block":
+            return ""
+        options = self.design_options
+        explicit = options.get("attnres_block_size", "")
+        try:
+            if explicit not in ("", "null"):
+                size = int(float(explicit))
+            else:
+                blocks = int(float(options.get("attnres_blocks", "8") or 8))
+                size = -(-2 * self.n_layer // blocks)
+        except ValueError:
+            return ""
+        return BLOCK_IS_FULL_NOTE if size == 1 else ""
 
     @property
     def d_model(self) -> int:

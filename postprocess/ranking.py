@@ -86,6 +86,8 @@ class Cell:
         """What a reader must know about this cell beyond its number."""
         notes = [f"lr {format_lr(r.learning_rate)} {r.outcome}"
                  + (f": {r.outcome_reason}" if r.outcome_reason else "") for r in self.excluded]
+        if any(r.design_note for r in self.runs):
+            notes.append("blocks of one sublayer: this is Full AttnRes")
         best = self.best
         if best is None:
             notes.append("no completed run")

@@ -98,8 +98,9 @@ def suite_sections(analysis: Analysis) -> list[Section]:
     return sections
 
 
-def findings_section(analysis: Analysis) -> Section:
-    results = findings.check_all(analysis.panels)
+def findings_section(analysis: Analysis,
+                     results: list[findings.FindingResult] | None = None) -> Section:
+    results = findings.check_all(analysis.panels) if results is None else results
     lines = findings.untested_summary(results)
     text = [lines[0]] + [f"- {line}" for line in lines[1:]] + [""]
     return Section("Findings", [findings.findings_table(results)], text)
@@ -135,9 +136,13 @@ def build_report(runs_dir: str | os.PathLike, out_dir: str | os.PathLike, pdf: b
     out.mkdir(parents=True, exist_ok=True)
     runset = analysis.runset
 
-    sections = [findings_section(analysis)]
+    # The paper's findings lead when this directory tests some of them; on a custom suite,
+    # which tests none, the user's own rankings come first and the findings after them.
+    results = findings.check_all(analysis.panels)
+    found = findings_section(analysis, results)
     cross = cross_scale_section(analysis)
-    sections += ([cross] if cross else []) + suite_sections(analysis)
+    ours = ([cross] if cross else []) + suite_sections(analysis)
+    sections = [found] + ours if findings.any_tested(results) else ours + [found]
     status = tables.run_status_table(runset)
     sections.append(Section("Runs not counted", [status]))
     for t in (t for s in sections for t in s.tables):

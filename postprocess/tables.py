@@ -16,9 +16,10 @@ import numpy as np
 
 from . import diagnostics as diag
 from . import names
-from .loading import OUTCOME_COMPLETED, RunSet, format_lr, format_params
+from .loading import BLOCK_IS_FULL_NOTE, OUTCOME_COMPLETED, RunSet, format_lr, format_params
 from .depth_trend import depth_trend
-from .ranking import Panel, scale_value
+from .ranking import (IMPROVES_WITH_DEPTH, WITHIN_NOISE, WORSENS_WITH_DEPTH, Panel,
+                      scale_value)
 
 LOSS_DIGITS = 4
 
@@ -219,9 +220,14 @@ def _noise_note() -> str:
 def ranking_table(panel: Panel) -> Table:
     """Overall ranking of designs in a panel (what the command prints)."""
     rows = []
+    renamed = []
     for e in panel.overall_ranking():
         c = e.best_cell
-        rows.append([e.rank, names.design_title(e.arch),
+        title = names.design_title(e.arch)
+        if any(r.design_note for r in c.runs):
+            renamed.append(title)
+            title += " ‡"
+        rows.append([e.rank, title,
                      Value(e.best_val_loss, c.interval),
                      Value(c.aspect_ratio, digits=2), c.n_layer, c.d_model,
                      format_lr(c.best_learning_rate),
@@ -235,6 +241,8 @@ def ranking_table(panel: Panel) -> Table:
     unranked = [names.design_title(a) for a in panel.designs if panel.trend(a).optimal is None]
     if unranked:
         notes.append("No completed run at any shape: " + ", ".join(unranked) + ".")
+    if renamed:
+        notes.append("‡ " + ", ".join(renamed) + ": " + BLOCK_IS_FULL_NOTE)
     return Table(f"ranking_{panel.key}", f"Ranking: {panel.title}",
                  ["rank", "design", "best val loss", "d/L", "L", "d", "lr", "mean rank",
                   "shapes", "trend with depth", "vs next"], rows, notes)
@@ -293,6 +301,16 @@ def trend_table(panel: Panel) -> Table:
              "otherwise.",
              "best vs worst compares the intervals of the best and the worst shape. "
              + _noise_note()]
+    both = [row[0] for row in rows
+            if row[3] in (IMPROVES_WITH_DEPTH, WORSENS_WITH_DEPTH) and row[7] == WITHIN_NOISE]
+    if both:
+        notes.append(", ".join(both) + ": a direction in 'verdict' beside 'within noise' in "
+                     "'best vs worst' is not a contradiction. The verdict tests the slope "
+                     "across all shapes, resampling the same validation windows for every "
+                     "shape (paired) when the run files store them, so the windows' shared "
+                     "difficulty cancels; 'best vs worst' only asks whether two separate "
+                     "intervals overlap, a weaker test. The trend is consistent across shapes "
+                     "although no two shapes are told apart on their own.")
     return Table(f"trend_{panel.key}", f"Depth trend per design: {panel.title}",
                  ["design", "shapes", "pattern", "verdict", "slope dloss/dln(d/L)",
                   "optimal d/L", "optimal shape", "best vs worst", "not ranked"], rows, notes)

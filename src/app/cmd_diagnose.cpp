@@ -20,6 +20,7 @@ int run_diagnose_command(int argc, char** argv) {
   diag::DiagnoseOptions options;
   diag::DiagSettings& s = options.settings;
   std::string only, hf_out;
+  bool quiet = false;
   uint64_t seed = s.seed;
   std::map<std::string, std::string> task_files;
   po::options_description described(
@@ -59,9 +60,9 @@ int run_diagnose_command(int argc, char** argv) {
       "pruning-windows", po::value(&s.pruning_windows)->default_value(s.pruning_windows),
       "windows for the pruning loss deltas")(
       "logitlens-windows", po::value(&s.logitlens_windows)->default_value(s.logitlens_windows),
-      "windows for logitlens")("dead-threshold",
-                               po::value(&s.dead_threshold)->default_value(s.dead_threshold),
-                               "Block AttnRes dead segment: partial-sum weight threshold")(
+      "windows for logitlens")(
+      "dead-threshold", po::value(&s.dead_threshold)->default_value(s.dead_threshold, "0.05"),
+      "Block AttnRes dead segment: partial-sum weight threshold")(
       "arc", po::value(&s.arc_file), "ARC-Easy JSONL for the pruning accuracy deltas")(
       "arc-limit", po::value(&s.arc_limit)->default_value(0), "ARC questions used (0 = all)")(
       "nll-limit", po::value(&s.nll_limit)->default_value(0),
@@ -72,6 +73,8 @@ int run_diagnose_command(int argc, char** argv) {
       "tokenizer of the evaluation prompts: 'bytes' or a tokenizer.json (default: bytes when "
       "the run's vocabulary is 257)")("threads", po::value(&options.threads)->default_value(0),
                                       "CPU threads per rank (0 = cores / ranks on the node)")(
+      "quiet", po::bool_switch(&quiet),
+      "no estimate or progress lines: only the table of what was written")(
       "backend", po::value(&options.backend),
       "where the forward passes run: cpu | cuda | auto (default: the run's train.backend; "
       "auto for --hf)");
@@ -91,6 +94,7 @@ int run_diagnose_command(int argc, char** argv) {
   }
   if (!options.hf_dir.empty()) options.run_file = hf_out;
   s.seed = seed;
+  options.verbose = !quiet;
   for (const auto& [task, file] : task_files)
     if (!file.empty()) s.task_files[task] = file;
   size_t start = 0;

@@ -142,9 +142,22 @@ int run_eval_command(int argc, char** argv) {
   std::printf(
       "windows: %zu of %lld (%s)\n", r.windows.size(), (long long)r.available_windows,
       o.sample_windows > 0 ? ("sample, seed " + std::to_string(o.seed)).c_str() : "the first ones");
-  std::printf("mean loss %.6f (95%% CI %.6f .. %.6f, window bootstrap, %d resamples)\n",
-              r.mean_loss, r.ci_low, r.ci_high, o.bootstrap);
-  if (o.eod_id >= 0)
+  // A bootstrap resamples units: one window or one document has a single resample, its own
+  // value, so its interval would have zero width and say nothing about the noise.
+  if (r.windows.size() == 1)
+    std::printf(
+        "mean loss %.6f (one window: no interval, a single window cannot be "
+        "bootstrapped; evaluate more windows for one)\n",
+        r.mean_loss);
+  else
+    std::printf("mean loss %.6f (95%% CI %.6f .. %.6f, window bootstrap, %d resamples)\n",
+                r.mean_loss, r.ci_low, r.ci_high, o.bootstrap);
+  if (o.eod_id >= 0 && r.documents.size() == 1)
+    std::printf(
+        "documents: 1, loss %.6f per target token (no interval: one document cannot be "
+        "bootstrapped)\n",
+        r.document_loss);
+  else if (o.eod_id >= 0)
     std::printf(
         "documents: %zu, loss %.6f per target token (95%% CI %.6f .. %.6f, document "
         "bootstrap)\n",

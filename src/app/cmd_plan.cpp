@@ -2,11 +2,13 @@
 // GPU-hours) without training; runs whose design is not registered in this build are flagged.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "app/commands.hpp"
 #include "app/sweep_options.hpp"
+#include "sweep/run_notes.hpp"
 #include "sweep/run_status.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "train/memory_estimate.hpp"
@@ -61,11 +63,15 @@ int run_plan_command(int argc, char** argv) {
   std::printf(
       "memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
       "activations with the design's own state; one H200 holds 141 GB)\n");
-  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s  %s\n", "#", "design",
-              "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr", "FLOPs",
-              "GPU-h", "mem GiB", "state");
-  double total_flops = 0;
-  int unregistered = 0;
+  std::printf(
+      "disk: per run, the files it keeps: NAME.weights + NAME.init.weights (fp32, 4 bytes per "
+      "parameter each; with a 128K vocabulary even a tiny model's embedding and head make them "
+      "130 MB or more) + the run file\n");
+  std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %8s %7s %8s %9s %8s %8s %8s  %s\n", "#",
+              "design", "L", "d", "ff", "hd", "d/L", "params", "backbone", "tokens", "steps", "lr",
+              "FLOPs", "GPU-h", "mem GiB", "disk", "state");
+  double total_flops = 0, total_disk = 0, peak_disk = 0;
+  int unregistered = 0, renamed = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const sweep::PlannedRun& run = runs[i];
     const ModelConfig& m = run.config.model;
@@ -74,14 +80,22 @@ int run_plan_command(int argc, char** argv) {
     if (!run.design_registered) sized.model.arch = "pre_ln";
     total_flops += run.flops;
     unregistered += run.design_registered ? 0 : 1;
+    const sweep::DiskEstimate disk = sweep::estimate_disk(run.config, run.counts);
+    total_disk += disk.kept();
+    peak_disk = std::max(peak_disk, disk.peak());
     std::printf(
-        "%4zu  %-14s %3d %5d %5d %4d %7.2f %9s %9s %8s %7lld %8.1e %9.2e %8.1f %8.1f  %s%s\n",
+        "%4zu  %-14s %3d %5d %5d %4d %7.2f %9s %9s %8s %7lld %8.1e %9.2e %8.1f %8.1f %8s  %s%s\n",
         i + 1, m.arch.c_str(), m.n_layer, m.d_model, m.ff_dim(), m.head_dim(), m.aspect_ratio(),
         human(double(run.counts.total)).c_str(), human(double(run.counts.backbone)).c_str(),
         human(double(run.tokens)).c_str(), (long long)run.config.recipe.steps,
         run.config.recipe.learning_rate, run.flops, gpu_hours,
-        estimate_memory(sized).total() / double(1 << 30), sweep::run_status(run.config).c_str(),
+        estimate_memory(sized).total() / double(1 << 30), sweep::format_bytes(disk.kept()).c_str(),
+        sweep::run_status(run.config).c_str(),
         run.design_registered ? "" : "  unregistered design");
+    if (const std::string note = sweep::design_note(m); !note.empty()) {
+      std::printf("      note: %s\n", note.c_str());
+      ++renamed;
+    }
     for (const std::string& key : sweep::stale_keys(run.config))
       std::printf("      stale: %s\n", key.c_str());
   }
@@ -92,6 +106,16 @@ int run_plan_command(int argc, char** argv) {
       "one run at a time)\n",
       runs.size(), total_flops, total_gpu_hours, mfu * 100,
       total_gpu_hours / suite.estimate.gpus_per_run, suite.estimate.gpus_per_run);
+  std::printf(
+      "disk: %s for the suite's kept files; a run in training also holds its checkpoint "
+      "(weights + AdamW moments, 12 bytes per parameter, twice during a checkpoint write): up to "
+      "%s for the largest run while it trains\n",
+      sweep::format_bytes(total_disk).c_str(), sweep::format_bytes(peak_disk).c_str());
+  if (renamed > 0)
+    std::printf(
+        "%d Block AttnRes run(s) have blocks of one sublayer and are Full AttnRes (`note:` "
+        "above; doc/architectures.md §10)\n",
+        renamed);
   if (unregistered > 0)
     std::printf(
         "%d run(s) name a design this build does not register (`unregistered design`): a sweep "

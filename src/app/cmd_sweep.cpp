@@ -18,6 +18,7 @@
 #include "sweep/dispatcher.hpp"
 #include "sweep/progress.hpp"
 #include "sweep/run_lock.hpp"
+#include "sweep/run_notes.hpp"
 #include "sweep/run_status.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "train/stop_signal.hpp"
@@ -131,6 +132,9 @@ int run_sweep_command(int argc, char** argv) {
   world.broadcast(stale, 0);
   DB_REQUIRE(stale.empty(), stale);
   if (world.rank() == 0) {
+    for (const sweep::PlannedRun& run : runs)
+      if (const std::string note = sweep::design_note(run.config.model); !note.empty())
+        std::printf("[sweep] warning: %s: %s\n", run.config.run_name().c_str(), note.c_str());
     std::filesystem::create_directories(out);
     std::printf("[sweep] %s: %zu runs on %d ranks, %d group(s) of %d, into %s\n",
                 suite.name.c_str(), runs.size(), world.size(), world.size() / G, G, out.c_str());
@@ -142,6 +146,7 @@ int run_sweep_command(int argc, char** argv) {
   Communicator group = Communicator::split(world, group_index, world.rank());
   const bool leader = group.rank() == 0;
   bool environment_fault = false;
+  int checkpointed = 0;  // runs this group stopped on a signal, each with a checkpoint
   std::optional<sweep::SweepProgress> progress;
   if (leader && !options.quiet) progress.emplace(runs);
   {
@@ -188,6 +193,7 @@ int run_sweep_command(int argc, char** argv) {
         std::fflush(stdout);
       }
       stop = stop || result.status == "interrupted";
+      checkpointed += leader && result.status == "interrupted" && !result.environment_fault;
       environment_fault = environment_fault || result.environment_fault;
     }
   }  // the dispatcher's window is freed collectively here
@@ -198,6 +204,15 @@ int run_sweep_command(int argc, char** argv) {
     std::fflush(stdout);
   }
   MPI_CHECK(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.handle()));
+  // A stop signal's last word: what was saved and what to do next.
+  const int stopped_runs = int(world.allreduce_sum(double(checkpointed)));
+  if (world.rank() == 0 && (stopped_runs > 0 || stop_requested())) {
+    std::printf(
+        "[sweep] stopped by a signal: %d run%s checkpointed; rerun the same command to "
+        "resume\n",
+        stopped_runs, stopped_runs == 1 ? "" : "s");
+    std::fflush(stdout);
+  }
   if (world.allreduce_max(environment_fault ? 1.0 : 0.0) > 0) {
     if (world.rank() == 0)
       std::fprintf(stderr,

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "app/command_line.hpp"
 #include "app/commands.hpp"
@@ -35,12 +36,26 @@ int64_t chosen_token(const tokenizer::Tokenizer& tok, const po::variables_map& v
   return id;
 }
 
+// Where the dropped or repaired lines are: the first few, or all with --verbose.
+void print_issues(const std::vector<std::string>& issues, const tokenizer::DocumentCounts& c,
+                  bool verbose) {
+  const int64_t total = c.malformed_json + c.not_an_object + c.missing_field + c.field_not_string +
+                        c.empty_documents + c.invalid_utf8;
+  const std::size_t shown = verbose ? issues.size() : std::min<std::size_t>(issues.size(), 5);
+  for (std::size_t i = 0; i < shown; ++i) std::printf("tokenize:   %s\n", issues[i].c_str());
+  if (int64_t(shown) < total)
+    std::printf(
+        "tokenize:   ... %lld more (--verbose lists every one; --strict stops at the "
+        "first)\n",
+        (long long)(total - int64_t(shown)));
+}
+
 }  // namespace
 
 int run_tokenize_command(int argc, char** argv) {
   tokenizer::CorpusOptions options;
   std::string tokenizer_spec, output_format;
-  bool bos = false, quiet = false;
+  bool bos = false, quiet = false, verbose = false;
   po::options_description described("depthbench tokenize options");
   described.add_options()("help,h", "print this help")(
       "tokenizer", po::value(&tokenizer_spec)->required(),
@@ -74,6 +89,10 @@ int run_tokenize_command(int argc, char** argv) {
       "threads", po::value(&options.threads)->default_value(0),
       "encoding threads per rank (0: the cores the rank may use)")("quiet", po::bool_switch(&quiet),
                                                                    "no progress line")(
+      "verbose", po::bool_switch(&verbose),
+      "list every dropped or repaired line with its location (default: the first 5)")(
+      "strict", po::bool_switch(&options.strict),
+      "stop with an error at the first dropped or repaired line, naming its file and line")(
       "out", po::value(&options.out_dir)->required(), "output directory");
   po::variables_map vm;
   if (const auto stop = parse_command_line("tokenize", argc, argv, described, vm)) return *stop;
@@ -81,6 +100,7 @@ int run_tokenize_command(int argc, char** argv) {
   DB_REQUIRE(options.output_format != data::TokenFormat::auto_detect,
              "--output-format must be npy, olmo or llmc");
   options.progress = !quiet;
+  if (verbose) options.issues_kept = std::numeric_limits<std::size_t>::max();
 
   std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::load_tokenizer(tokenizer_spec);
   if (const int64_t eod = chosen_token(*tok, vm, "eod-id", "eod-token"); eod >= 0) {
@@ -118,6 +138,7 @@ int run_tokenize_command(int argc, char** argv) {
         "field not a string, %lld empty; repaired invalid UTF-8: %lld\n",
         (long long)c.malformed_json, (long long)c.not_an_object, (long long)c.missing_field,
         (long long)c.field_not_string, (long long)c.empty_documents, (long long)c.invalid_utf8);
+    print_issues(s.issues, c, verbose);
     std::printf(
         "tokenize: %.3f s on %d rank(s) x %d thread(s), tokens_per_second %.0f (%.0f per CPU "
         "second), %lld train + %lld val shard(s), wrote %s/manifest.ini\n",

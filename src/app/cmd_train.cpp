@@ -48,6 +48,11 @@ int run_train_command(int argc, char** argv) {
                    config.run_name().c_str(), result.status.c_str(), (long long)result.status_step,
                    result.reason.c_str());
   }
+  if (world.rank() == 0 && result.status == "interrupted" && !result.environment_fault) {
+    std::printf("1 run checkpointed at step %lld; rerun the same command to resume\n",
+                (long long)result.status_step);
+    std::fflush(stdout);
+  }
   // The sweep's exit statuses: 75 resumable (stop signal), 74 stopped by the machine.
   if (result.status == "completed" || result.status == "skipped") return 0;
   if (result.status != "interrupted") return 1;

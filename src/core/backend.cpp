@@ -46,8 +46,13 @@ Backend choose_backend(const std::string& requested) {
   if (requested != "auto")
     throw Error("unknown backend '" + requested + "' (valid: auto, cpu, cuda)");
   if (visible_gpus() > 0) return Backend::cuda;
-  std::printf("backend: no GPU visible%s, using the CPU backend\n",
-              cuda_compiled_in() ? "" : " (built without CUDA)");
+  // Every rank chooses; one line says it (world rank 0, or the only process without MPI).
+  int mpi_started = 0, rank = 0;
+  MPI_Initialized(&mpi_started);
+  if (mpi_started) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0)
+    std::printf("backend: no GPU visible%s, using the CPU backend\n",
+                cuda_compiled_in() ? "" : " (built without CUDA)");
   return Backend::cpu;
 }
 

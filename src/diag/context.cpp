@@ -34,7 +34,7 @@ void WindowSample::read(int64_t i, std::vector<int32_t>& tokens) const {
 
 void Progress::begin(const std::string& name, int64_t total_passes, const std::string& breakdown) {
   name_ = name;
-  local_total_ = local_done_ = 0;
+  local_total_ = local_done_ = printed_tenths_ = 0;
   start_ = last_print_ = Clock::now();
   if (verbose_ && comm_.rank() == 0) {
     std::printf("%s: %lld forward passes (%s) on %d rank%s\n", name.c_str(),
@@ -49,8 +49,12 @@ void Progress::step(int64_t passes) {
   if (!verbose_ || comm_.rank() != 0 || local_total_ <= 0) return;
   const auto now = Clock::now();
   const double since_print = std::chrono::duration<double>(now - last_print_).count();
-  const bool decile = local_done_ * 10 / local_total_ != (local_done_ - passes) * 10 / local_total_;
-  if (!decile && since_print < 10.0) return;
+  // At most one line per 10 s and per tenth of the passes: a short diagnostic prints only its
+  // first and last line, a long one at most ten more. (Whether stdout is a terminal cannot
+  // decide it: under mpirun a rank's stdout is a pseudo-terminal even when mpirun's is a file.)
+  const int64_t tenths = local_done_ * 10 / local_total_;
+  if (since_print < 10.0 || tenths == printed_tenths_) return;
+  printed_tenths_ = tenths;
   last_print_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = elapsed / double(local_done_) * double(local_total_ - local_done_);

@@ -74,6 +74,7 @@ class Progress {
   bool verbose_;
   std::string name_;
   int64_t local_total_ = 0, local_done_ = 0;
+  int64_t printed_tenths_ = 0;  // tenths of local_total_ done at the last line
   Clock::time_point start_, last_print_;
 };
 
@@ -126,6 +127,14 @@ class ObserverScope {
 };
 
 // A diagnostic: its name, the forward passes it needs (over all ranks) and its computation.
+// Work of a diagnostic beyond its forward passes, for the time estimate printed before it
+// runs: how many units, the measured seconds of one, and what a unit is.
+struct ExtraWork {
+  int64_t units = 0;
+  double seconds_each = 0;
+  std::string what;
+};
+
 struct Diagnostic {
   std::string name;
   std::string summary;
@@ -134,6 +143,8 @@ struct Diagnostic {
   // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.
   std::function<std::string(const DiagContext&)> not_applicable;
   std::function<std::vector<DiagnosticDataset>(DiagContext&)> run;
+  // Optional: measures one unit of its extra work (run on every rank, collectively safe).
+  std::function<ExtraWork(DiagContext&)> extra_work;
   // Reads a design's own hooks (path weights, stream maps): skipped for Hugging Face checkpoints.
   bool needs_design_internals = false;
 };

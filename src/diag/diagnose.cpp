@@ -1,10 +1,12 @@
 #include "diag/diagnose.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/version.hpp"
 #include "diag/diagnostics.hpp"
 #include "io/checkpoint.hpp"
@@ -89,6 +91,63 @@ void create_result_file(const DiagnoseOptions& options, const std::string& run_i
     file.publish();
   }
   comm.barrier();
+}
+
+// "0.042 s", "12.3 s", then "2m05s".
+std::string format_seconds(double seconds) {
+  if (seconds >= 60) return format_duration(seconds);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g s", seconds);
+  return text;
+}
+
+// Seconds of one forward pass of one window, slowest rank: the second of two passes, the first
+// pays for warm-up (page faults, BLAS buffers, a GPU's first launches).
+double seconds_per_forward(const DiagContext& ctx) {
+  std::vector<int32_t> tokens;
+  ctx.window_loss(0, tokens);
+  const auto start = std::chrono::steady_clock::now();
+  ctx.window_loss(0, tokens);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return ctx.comm.allreduce_max(seconds);
+}
+
+// A simple cost model printed before the diagnostics start: each diagnostic's forward passes,
+// shared by the ranks, times the measured seconds of one pass, plus its extra work (logitlens:
+// one readout through the LM head per depth state, measured the same way). An estimate: the
+// passes of some diagnostics do a little more or less than a plain forward.
+void print_time_estimate(DiagContext& ctx, const std::vector<const Diagnostic*>& diagnostics) {
+  const double forward = seconds_per_forward(ctx);
+  const int ranks = ctx.comm.size();
+  const auto shared = [ranks](int64_t units) { return double((units + ranks - 1) / ranks); };
+  std::vector<std::string> lines;
+  double total = 0;
+  for (const Diagnostic* d : diagnostics) {
+    const int64_t passes = d->cost(ctx).first;
+    double seconds = shared(passes) * forward;
+    std::string extra;
+    if (d->extra_work) {
+      const ExtraWork work = d->extra_work(ctx);
+      const double each = ctx.comm.allreduce_max(work.seconds_each);
+      seconds += shared(work.units) * each;
+      extra = " + " + std::to_string(work.units) + " " + work.what + " x " + format_seconds(each);
+    }
+    total += seconds;
+    char name[32];
+    std::snprintf(name, sizeof name, "%-17s ", d->name.c_str());
+    lines.push_back(name + std::to_string(passes) + " passes" + extra + ": ~" +
+                    format_seconds(seconds));
+  }
+  if (ctx.comm.rank() != 0) return;
+  std::printf(
+      "estimate before starting (one forward pass of a %d-token window took %s; passes "
+      "shared by %d rank%s):\n",
+      ctx.windows.window_len(), format_seconds(forward).c_str(), ranks, ranks == 1 ? "" : "s");
+  for (const std::string& line : lines) std::printf("  %s\n", line.c_str());
+  std::printf("  total             ~%s (an estimate from one measured pass, not a promise)\n",
+              format_seconds(total).c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -182,7 +241,10 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
                 (unsigned long long)settings.seed);
     std::fflush(stdout);
   }
+  // Which diagnostics run (the others are reported skipped with their reason), then an
+  // estimate of their time before any starts.
   DiagnoseReport report;
+  std::vector<const Diagnostic*> to_run;
   for (const Diagnostic& d : all_diagnostics()) {
     const bool chosen = options.only.empty() || std::find(options.only.begin(), options.only.end(),
                                                           d.name) != options.only.end();
@@ -192,12 +254,20 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     entry.skipped = d.not_applicable(ctx);
     if (hf && d.needs_design_internals)
       entry.skipped = "needs a design's internals; a Hugging Face checkpoint is read as Pre-LN";
-    if (!entry.skipped.empty()) {
-      if (rank0 && options.verbose)
-        std::printf("%s: skipped (%s)\n", d.name.c_str(), entry.skipped.c_str());
-      report.entries.push_back(entry);
+    if (entry.skipped.empty()) {
+      to_run.push_back(&d);
       continue;
     }
+    if (rank0 && options.verbose)
+      std::printf("%s: skipped (%s)\n", d.name.c_str(), entry.skipped.c_str());
+    report.entries.push_back(entry);
+  }
+  if (options.verbose && !to_run.empty()) print_time_estimate(ctx, to_run);
+
+  for (const Diagnostic* chosen : to_run) {
+    const Diagnostic& d = *chosen;
+    DiagnoseReport::Entry entry;
+    entry.name = d.name;
     const auto [passes, breakdown] = d.cost(ctx);
     entry.forward_passes = passes;
     progress.begin(d.name, passes, breakdown);

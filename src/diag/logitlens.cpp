@@ -3,6 +3,8 @@
 // predicted tokens of the early-exit cross-entropy, KL(p_final ‖ p_l) (the paper's direction),
 // KL(p_l ‖ p_final) and the top-5 overlap with p_final. Log-softmax in float64.
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -36,60 +38,94 @@ std::array<int, 5> top5(const double* logp, int V) {
   return top;
 }
 
+// One window's final distribution, against which each depth state is compared.
+struct FinalDistribution {
+  std::vector<int32_t> tokens;
+  std::vector<double> logp;  // [T, V]
+  std::vector<std::array<int, 5>> top;
+};
+
+// Runs window w, the observer seeing every depth state, and returns its final distribution.
+FinalDistribution forward_window(DiagContext& ctx, ForwardObserver<float>& observer, int64_t w) {
+  const int T = ctx.windows.window_len();
+  const int V = ctx.model.config().vocab_size;
+  FinalDistribution final;
+  std::vector<float> final_logits;
+  ctx.windows.read(w, final.tokens);
+  {
+    ObserverScope scope(ctx.model.backbone(), observer);
+    ctx.model.logits(final.tokens.data(), 1, T, final_logits);
+  }
+  final.logp.resize(size_t(T) * V);
+  final.top.resize(T);
+  for (int t = 0; t + 1 < T; ++t) {
+    log_softmax(final_logits.data() + size_t(t) * V, V, final.logp.data() + size_t(t) * V);
+    final.top[t] = top5(final.logp.data() + size_t(t) * V, V);
+  }
+  return final;
+}
+
+// The four statistics of one depth state (width columns, T rows), as window means.
+std::array<double, kStatistics> state_statistics(DiagContext& ctx, const float* state, int width,
+                                                 const FinalDistribution& final) {
+  const int T = ctx.windows.window_len();
+  const int V = ctx.model.config().vocab_size;
+  std::vector<float> logits;
+  std::vector<double> logp(V);
+  ctx.model.readout_logits(state, T, width, logits);
+  double ce = 0, kl = 0, kl_reverse = 0, overlap = 0;
+  for (int t = 0; t + 1 < T; ++t) {
+    log_softmax(logits.data() + size_t(t) * V, V, logp.data());
+    const double* f = final.logp.data() + size_t(t) * V;
+    ce -= logp[final.tokens[t + 1]];
+    for (int v = 0; v < V; ++v) {
+      kl += std::exp(f[v]) * (f[v] - logp[v]);
+      kl_reverse += std::exp(logp[v]) * (logp[v] - f[v]);
+    }
+    const std::array<int, 5> top = top5(logp.data(), V);
+    int shared = 0;
+    for (int a : top)
+      for (int b : final.top[t]) shared += a >= 0 && a == b;
+    overlap += shared / 5.0;
+  }
+  const double n = T - 1;
+  std::array<double, kStatistics> out{};
+  out[kCe] = ce / n;
+  out[kKl] = kl / n;
+  out[kKlReverse] = kl_reverse / n;
+  out[kTop5] = overlap / n;
+  return out;
+}
+
+// Collects the depth states of a forward pass into states[l].
+struct StateCollector {
+  std::vector<std::vector<float>> states;
+  int width = 0;
+  ForwardObserver<float> observer;
+  explicit StateCollector(int S) : states(S) {
+    observer.depth_state = [this](int l, const float* z, int64_t rows, int w) {
+      width = w;
+      states[l].assign(z, z + rows * w);
+    };
+  }
+  StateCollector(const StateCollector&) = delete;  // the observer points at this object
+  StateCollector& operator=(const StateCollector&) = delete;
+};
+
 std::vector<DiagnosticDataset> run(DiagContext& ctx) {
   const int L = ctx.n_layer(), S = L + 1;
   const int64_t W = ctx.settings.logitlens_windows;
-  const int T = ctx.windows.window_len();
-  const int V = ctx.model.config().vocab_size;
-  Backbone<float>& net = ctx.model.backbone();
   // per_window[w][statistic][l]: window means over the T−1 predicted tokens.
   std::vector<double> per_window(size_t(W) * kStatistics * S, 0.0);
-  std::vector<std::vector<float>> states(S);
-  int width = 0;
-  ForwardObserver<float> observer;
-  observer.depth_state = [&](int l, const float* z, int64_t rows, int w) {
-    width = w;
-    states[l].assign(z, z + rows * w);
-  };
+  StateCollector collector(S);
   ctx.progress.set_local_total(ctx.my_count(W));
-  std::vector<int32_t> tokens;
-  std::vector<float> final_logits, logits(size_t(T) * V);
-  std::vector<double> logp_final(size_t(T) * V), logp(V);
   for (int64_t w = 0; w < W; ++w) {
     if (!ctx.mine(w)) continue;
-    ctx.windows.read(w, tokens);
-    {
-      ObserverScope scope(net, observer);
-      ctx.model.logits(tokens.data(), 1, T, final_logits);
-    }
-    std::vector<std::array<int, 5>> final_top(T);
-    for (int t = 0; t + 1 < T; ++t) {
-      log_softmax(final_logits.data() + size_t(t) * V, V, logp_final.data() + size_t(t) * V);
-      final_top[t] = top5(logp_final.data() + size_t(t) * V, V);
-    }
+    const FinalDistribution final = forward_window(ctx, collector.observer, w);
     double* stats = per_window.data() + size_t(w) * kStatistics * S;
     for (int l = 0; l < S; ++l) {
-      ctx.model.readout_logits(states[l].data(), T, width, logits);
-      double ce = 0, kl = 0, kl_reverse = 0, overlap = 0;
-      for (int t = 0; t + 1 < T; ++t) {
-        log_softmax(logits.data() + size_t(t) * V, V, logp.data());
-        const double* f = logp_final.data() + size_t(t) * V;
-        ce -= logp[tokens[t + 1]];
-        for (int v = 0; v < V; ++v) {
-          kl += std::exp(f[v]) * (f[v] - logp[v]);
-          kl_reverse += std::exp(logp[v]) * (logp[v] - f[v]);
-        }
-        const std::array<int, 5> top = top5(logp.data(), V);
-        int shared = 0;
-        for (int a : top)
-          for (int b : final_top[t]) shared += a >= 0 && a == b;
-        overlap += shared / 5.0;
-      }
-      const double n = T - 1;
-      stats[kCe * S + l] = ce / n;
-      stats[kKl * S + l] = kl / n;
-      stats[kKlReverse * S + l] = kl_reverse / n;
-      stats[kTop5 * S + l] = overlap / n;
+      const auto values = state_statistics(ctx, collector.states[l].data(), collector.width, final);
+      for (int s = 0; s < kStatistics; ++s) stats[s * S + l] = values[s];
     }
     ctx.progress.step();
   }
@@ -135,6 +171,18 @@ Diagnostic logitlens_diagnostic() {
     const int64_t W = ctx.settings.logitlens_windows;
     return std::make_pair(W, std::to_string(W) + " windows x 1 pass (+ " +
                                  std::to_string(ctx.n_layer() + 1) + " head decodes each)");
+  };
+  // Each depth state is read out through the LM head and compared with p_final over the whole
+  // vocabulary: with a large V this, not the forward pass, is most of the time.
+  d.extra_work = [](DiagContext& ctx) {
+    StateCollector collector(ctx.n_layer() + 1);
+    const FinalDistribution final = forward_window(ctx, collector.observer, 0);
+    const auto start = std::chrono::steady_clock::now();
+    state_statistics(ctx, collector.states.back().data(), collector.width, final);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return ExtraWork{ctx.settings.logitlens_windows * (ctx.n_layer() + 1), seconds,
+                     "depth-state readouts"};
   };
   d.not_applicable = [](const DiagContext&) { return std::string(); };
   d.run = run;

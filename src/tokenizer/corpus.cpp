@@ -81,11 +81,13 @@ class RankEncoder {
     std::unique_ptr<ByteStream> stream = open_byte_stream(file.path, stream_offset);
     current_ = stream.get();
     const int64_t share = item.end == kWholeFile ? file.bytes : item.end - item.begin;
-    read_documents(*stream, stream_offset, item.begin, item.end, documents, counts_,
-                   [&](std::string_view text, int64_t offset) {
-                     add(text, is_validation_document(options_.seed, file.name, offset,
-                                                      options_.val_fraction));
-                   });
+    read_documents(
+        *stream, stream_offset, item.begin, item.end, documents, counts_,
+        [&](std::string_view text, int64_t offset) {
+          add(text,
+              is_validation_document(options_.seed, file.name, offset, options_.val_fraction));
+        },
+        [&](const DocumentIssue& issue) { note(file, issue); });
     current_ = nullptr;
     counts_.input_bytes += share;
     bytes_done_ += share;
@@ -98,8 +100,22 @@ class RankEncoder {
   const DocumentCounts& counts() const { return counts_; }
   int64_t documents_train() const { return documents_train_; }
   int64_t documents_val() const { return documents_val_; }
+  const std::vector<std::string>& issues() const { return issues_; }
 
  private:
+  // A dropped or repaired line: its location is kept (the first few), or ends the run (strict).
+  void note(const InputFile& file, const DocumentIssue& issue) {
+    std::string where = file.path;
+    if (issue.line > 0)
+      where += ":" + std::to_string(issue.line);
+    else if (issue.offset > 0)
+      where += " (byte " + std::to_string(issue.offset) + ")";
+    if (options_.strict)
+      throw Error(where + ": " + issue.reason +
+                  " (--strict stops at the first dropped or repaired line)");
+    if (issues_.size() < options_.issues_kept) issues_.push_back(where + ": " + issue.reason);
+  }
+
   void add(std::string_view text, bool validation) {
     DocumentBatch& batch = round_[used_];
     batch.add(text, validation);
@@ -137,6 +153,7 @@ class RankEncoder {
   std::size_t used_ = 0;  // batches of round_ that are full
   const ByteStream* current_ = nullptr;
   DocumentCounts counts_;
+  std::vector<std::string> issues_;
   int64_t documents_train_ = 0, documents_val_ = 0, tokens_ = 0, bytes_done_ = 0;
 };
 
@@ -150,6 +167,29 @@ void wait_for_all_ranks(MPI_Comm comm) {
     if (done) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+}
+
+// Rank 0 receives the issue lines every rank kept, in rank order.
+std::vector<std::string> gather_issues(const std::vector<std::string>& mine, int rank, int ranks,
+                                       MPI_Comm comm) {
+  std::string joined;
+  for (const std::string& line : mine) joined += line + '\n';
+  int length = int(joined.size());
+  std::vector<int> lengths(static_cast<size_t>(ranks), 0), starts(static_cast<size_t>(ranks), 0);
+  MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm));
+  std::string all;
+  if (rank == 0) {
+    for (int r = 1; r < ranks; ++r)
+      starts[size_t(r)] = starts[size_t(r) - 1] + lengths[size_t(r) - 1];
+    all.resize(size_t(starts.back() + lengths.back()));
+  }
+  MPI_CHECK(MPI_Gatherv(joined.data(), length, MPI_CHAR, all.data(), lengths.data(), starts.data(),
+                        MPI_CHAR, 0, comm));
+  std::vector<std::string> lines;
+  for (std::size_t start = 0, end; (end = all.find('\n', start)) != std::string::npos;
+       start = end + 1)
+    lines.push_back(all.substr(start, end - start));
+  return lines;
 }
 
 // Per-rank figures exchanged after encoding, in one fixed order.
@@ -296,6 +336,7 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
     for (int r = 0; r < ranks; ++r)
       for (int i = 0; i < fields; ++i) sum[size_t(i)] += all[size_t(r) * fields + i];
     unpack(sum, summary);
+    summary.issues = gather_issues(reader.issues(), rank, ranks, comm);
     double seconds = MPI_Wtime() - start;
     double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     MPI_CHECK(MPI_Allreduce(&seconds, &summary.seconds, 1, MPI_DOUBLE, MPI_MAX, comm));

@@ -27,6 +27,10 @@ struct CorpusOptions {
   std::optional<uint32_t> bos_id;  // put before every document when set
   int threads = 0;                 // encoding threads per rank; 0: from the cores it may use
   bool progress = true;            // the progress line on stderr (rank 0)
+  // Dropped or repaired lines: each rank keeps the locations of its first `issues_kept`;
+  // `strict` stops at the first one instead (an error naming it).
+  std::size_t issues_kept = 5;
+  bool strict = false;
   std::string out_dir;
 };
 
@@ -36,10 +40,12 @@ struct CorpusSummary {
   int64_t tokens_train = 0, tokens_val = 0;
   int64_t input_files = 0;
   int64_t shards_train = 0, shards_val = 0;
-  int threads = 1;     // per rank
+  int threads = 1;         // per rank
   double seconds = 0;      // slowest rank, reading + encoding + writing
   double cpu_seconds = 0;  // the same work's processor time, summed over threads and ranks
   std::string dtype;
+  // Rank 0: "FILE:LINE: why" of the dropped or repaired lines each rank kept, in rank order.
+  std::vector<std::string> issues;
 };
 
 // Collective over `comm`. Writes DIR/train_NNNNNN.EXT (and val_NNNNNN.EXT when

@@ -1,6 +1,6 @@
 // Cutting input files into documents (doc/tokenize.md, "Input formats"). A reader never throws on
 // bad content: malformed JSON lines, missing or non-string fields and invalid UTF-8 are counted
-// by reason and the reader moves on.
+// by reason, reported with their location to an optional callback, and the reader moves on.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -41,12 +41,20 @@ struct DocumentCounts {
 // file's (decompressed) content; the offset identifies the document for the validation split.
 using DocumentCallback = std::function<void(std::string_view text, int64_t offset)>;
 
+// A line or document that was dropped or repaired, where it is and why.
+struct DocumentIssue {
+  int64_t line = 0;    // 1-based line in the file; 0 when unknown (a range not at the file's start)
+  int64_t offset = 0;  // content offset of the line or document
+  std::string reason;  // "malformed JSON (...)", "empty document", ...
+};
+using IssueCallback = std::function<void(const DocumentIssue& issue)>;
+
 // Reads the documents of `stream`, whose first byte is at content offset `stream_offset`.
 // jsonl: the lines starting in [begin, end), the stream opened at begin - 1 (or 0) so that a line
 // cut by `begin` is recognised and left to the reader before. Other formats read the whole
 // stream (stream_offset 0, begin 0, end unbounded).
 void read_documents(ByteStream& stream, int64_t stream_offset, int64_t begin, int64_t end,
                     const DocumentOptions& options, DocumentCounts& counts,
-                    const DocumentCallback& callback);
+                    const DocumentCallback& callback, const IssueCallback& on_issue = {});
 
 }  // namespace db::tokenizer

@@ -6,3 +6,10 @@ if(TARGET depthbench AND SYSTEM_PYTHON)
   set_tests_properties(diag.mpi_one_and_four_ranks_identical PROPERTIES SKIP_RETURN_CODE 77
                        LABELS diag TIMEOUT 600)
 endif()
+if(TARGET depthbench)
+  add_test(NAME diag.console_lines
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/console.sh $<TARGET_FILE:depthbench>
+                   ${PROJECT_BINARY_DIR} "${MPIRUN}")
+  set_tests_properties(diag.console_lines PROPERTIES SKIP_RETURN_CODE 77 LABELS diag
+                       TIMEOUT 300)
+endif()

@@ -69,6 +69,14 @@ assert [r["document"] for r in two_ranks] == [r["document"] for r in ours]
 assert all(abs(float(a["nll_sum"]) - float(b["nll_sum"])) < 1e-9 for a, b in zip(ours, two_ranks))
 print(f"eval: {len(final)} windows as recorded by training, {len(ours)} documents as recomputed")
 PY
+# One window and one document (id 0, never in the text, as end-of-document): no zero-width
+# interval, a line that says a single unit cannot be bootstrapped.
+"$bin" eval --weights runs/tiny.weights --data "$val" --windows 1 --eod-id 0 > one.log
+grep -q "one window: no interval, a single window cannot be bootstrapped" one.log ||
+  { echo "FAIL: one window: $(cat one.log)"; exit 1; }
+grep -q "^documents: 1, .*one document cannot be bootstrapped" one.log ||
+  { echo "FAIL: one document: $(cat one.log)"; exit 1; }
+grep -q "CI" one.log && { echo "FAIL: an interval for one unit: $(cat one.log)"; exit 1; }
 # Bad options: one line naming the option.
 check_refused() {
   local expected=$1; shift

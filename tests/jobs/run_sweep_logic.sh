@@ -73,6 +73,22 @@ for signal in USR1 TERM; do
   check "one launch (no relaunch after a stop)" [ "$(launches)" -eq 1 ]
 done
 
+# Ctrl-C at a terminal: SIGINT to the script's process group. mpirun (here the fake) runs in
+# its own group, so only the script sees it and forwards it as USR1: exit 75, no requeue.
+start_case ctrl_c_stops_cleanly_without_requeue "until-signal 75"
+# A background job of this script starts with SIGINT ignored, which bash cannot trap: perl
+# restores its default first, as a terminal's foreground job has it.
+setsid perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' bash "$RUN_SWEEP" suite.ini "$dir/out" 2 1 \
+  >"$dir/log" 2>&1 &
+sweep_pid=$!
+wait_until [ -f "$dir/launches.running" ]
+kill -INT -- -"$sweep_pid"  # the whole foreground group, as the terminal does
+finish_sweep
+check "exit status 75 (resumable)" [ "$status" -eq 75 ]
+check "no requeue" not requeued
+check "says how to resume" log_says "run the same command again to resume"
+check "one launch" [ "$(launches)" -eq 1 ]
+
 start_case scancel_under_slurm_stops_without_requeue "until-signal 75"
 export SLURM_JOB_ID=4242  # scancel sends SIGTERM; Slurm's time-limit warning is USR1
 start_sweep

@@ -105,9 +105,12 @@ def test_findings_rows_agree_differ_or_say_not_run(results):
 
 def test_untested_findings_are_named_by_what_is_missing(results):
     lines = untested_summary(list(results.values()))
-    assert lines[0].endswith("findings could not be tested on this directory:")
-    assert any(line.startswith("Suite not in this directory: `isobackbone300m`: 2 finding(s) (")
-               for line in lines)
+    assert lines[0].endswith("findings could not be tested on this directory although their "
+                             "suite is here:")
+    assert any(line.startswith("No run with this diagnostic: ") for line in lines)
+    # Findings of absent suites are one line, not one per suite or finding.
+    absent = [line for line in lines if "need suites not in this directory" in line]
+    assert len(absent) == 1 and "`isobackbone300m`" in absent[0]
 
 
 def test_report_has_findings_and_cross_scale_sections_and_prints_both(paper_like, tmp_path):
@@ -131,10 +134,12 @@ def test_a_partial_directory_says_which_findings_it_could_not_test(tmp_path):
                    loss=lambda a, L, d, lr: 3.0)
     report = build_report(tmp_path / "runs", tmp_path / "out", pdf=False)
     findings = report.table("findings")
-    assert {row[3] for row in findings.rows} == {"not run"}
+    assert findings.rows == []  # every finding needs a suite this directory lacks: one line
     text = report.report_md.read_text()
-    assert f"{len(findings.rows)} of {len(findings.rows)} findings could not be tested" in text
+    assert re.search(r"(\d+) of \1 findings of the paper need suites not in this directory", text)
     assert "`main400m`" in text and "`validation1p6b`" in text
+    # The user's own results come first.
+    assert text.index("(`demo`)") < text.index("## Findings")
 
 
 def test_compare_shows_differences_and_whether_they_exceed_noise(tmp_path):

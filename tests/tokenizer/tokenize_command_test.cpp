@@ -15,6 +15,8 @@
 #include "core/error.hpp"
 #include "data/token_dataset.hpp"
 #include "tokenize_test_support.hpp"
+#include "tokenizer/corpus.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "tokenizer/validation_split.hpp"
 
 using namespace db::tokenizer::test;
@@ -191,4 +193,51 @@ BOOST_AUTO_TEST_CASE(validation_choice_depends_on_seed_and_document_identity_onl
   BOOST_TEST(chosen < 600);
   BOOST_TEST(same_with_other_seed < 60);  // another seed: an independent choice (about 25)
   BOOST_TEST(!is_validation_document(0, "x", 0, 0.0));
+}
+
+namespace {
+// The corpus of the test above, in a file of its own, tokenised with the library call.
+db::tokenizer::CorpusSummary tokenize_bad_lines(const fs::path& dir, bool strict,
+                                                std::size_t kept) {
+  write(dir / "bad.jsonl",
+        "{\"text\": \"ab\"}\n"
+        "not json at all\n"
+        "{\"text\": \"\"}\n"
+        "\n"
+        "{\"text\": \"bad \xFF byte\"}\n"
+        "{\"body\": \"no text field\"}\n");
+  db::tokenizer::CorpusOptions options;
+  options.inputs = {(dir / "bad.jsonl").string()};
+  options.out_dir = (dir / "out").string();
+  options.progress = false;
+  options.strict = strict;
+  options.issues_kept = kept;
+  const auto tok = db::tokenizer::load_tokenizer("bytes");
+  return db::tokenizer::tokenize_corpus(options, *tok, MPI_COMM_WORLD);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(dropped_and_repaired_lines_are_reported_with_file_and_line) {
+  const fs::path dir = scratch("issues");
+  const std::string file = (dir / "bad.jsonl").string();
+  const auto summary = tokenize_bad_lines(dir, false, 100);
+  BOOST_TEST_REQUIRE(summary.issues.size() == 4u);
+  BOOST_TEST(summary.issues[0].starts_with(file + ":2: malformed JSON, dropped"));
+  BOOST_TEST(summary.issues[1] == file + ":3: empty document, dropped");
+  BOOST_TEST(summary.issues[2].starts_with(file + ":5: invalid UTF-8, repaired"));
+  BOOST_TEST(summary.issues[3] == file + ":6: no member 'text', dropped");
+  // Without --verbose each rank keeps only the first few.
+  BOOST_TEST(tokenize_bad_lines(scratch("issues_kept"), false, 2).issues.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(strict_stops_at_the_first_bad_line_naming_it) {
+  const fs::path dir = scratch("strict");
+  try {
+    tokenize_bad_lines(dir, true, 5);
+    BOOST_FAIL("--strict accepted a malformed line");
+  } catch (const db::Error& e) {
+    const std::string message = e.what();
+    BOOST_TEST(message.starts_with((dir / "bad.jsonl").string() + ":2: malformed JSON"));
+    BOOST_TEST(message.find("--strict") != std::string::npos);
+  }
 }

@@ -1,10 +1,11 @@
 // §10 Block AttnRes: the 2L sublayers are grouped into runs of S; sources are the embedding,
 // the completed group sums and the current partial sum (attn_res.hpp). S = ceil(2L /
 // attnres_blocks) (8 blocks by default), or attnres_block_size when given; S = 1 is Full AttnRes.
+#include "model/residual/attnres_block.hpp"
+
 #include "model/residual/attn_res.hpp"
 
 namespace db {
-namespace {
 
 // attnres_block_size "" (the default, JSON null for the reference) means derived:
 // ceil(2L / blocks).
@@ -22,6 +23,8 @@ int attnres_group_size(const ModelConfig& c) {
   // more than `blocks` of them.
   return (2 * c.n_layer + blocks - 1) / blocks;
 }
+
+namespace {
 
 template <class T>
 class BlockAttnRes : public AttnResidual<T> {
