@@ -4,6 +4,10 @@
 #     seconds with exit 74 and "No space left on device", the run stays resumable, and once space
 #     is back the same command resumes it from its last checkpoint to completion;
 #  2. the same on one rank (no crash in HDF5's exit cleanup);
+#  2b. the same under `sweep`, on 2 ranks with --ranks-per-run 1 (two runs fill the disk at once)
+#     and 2, and on 1 rank: exit 74 with the sweep's one clear line, no rank killed by a signal
+#     (a failed close of an HDF5 file used to crash HDF5's shutdown: SIGSEGV, status 139), and
+#     every started run left resumable (NAME.h5.tmp with its checkpoint, no NAME.h5);
 #  3. a rank killed with SIGKILL mid-run: the job ends in seconds, a rerun resumes and completes;
 #  4. SIGTERM to mpirun: the ranks checkpoint and the job exits 75.
 # The full-disk cases need a tmpfs mount, so root; elsewhere they are skipped with a message.
@@ -46,6 +50,38 @@ full_disk() {
   echo "full disk on $np rank(s): exit 74 with the reason, resumed to completion"
 }
 
+# The full-disk case under `sweep` on NP ranks in groups of G: two runs of the tiny suite long
+# enough to be running when the disk fills after their first checkpoint.
+full_disk_sweep() {
+  local np=$1 G=$2 dir=$WORK/sweep_small_$1_$2 name=sweep_disk_$1_$2
+  mkdir -p "$dir"
+  mount -t tmpfs -o size=8m tmpfs "$dir"
+  mounted+=("$dir")
+  make_suite "$name.ini" "designs=pre_ln" "pre_ln=3e-3" "train.steps=4000" \
+    "train.checkpoint_interval=20" "train.val_interval=500"
+  local rc=0
+  timeout 120 "${MPIRUN[@]}" -np "$np" "$DEPTHBENCH" sweep "$name.ini" --ranks-per-run "$G" \
+    --out "$dir" >"$name.out" 2>"$name.err" &
+  local job=$!
+  for _ in $(seq 600); do ls "$dir"/*.ckpt >/dev/null 2>&1 && break; sleep 0.1; done
+  ls "$dir"/*.ckpt >/dev/null 2>&1 || fail "$name: no checkpoint within 60 s: $(cat "$name.err")"
+  dd if=/dev/zero of="$dir/filler" bs=4k 2>/dev/null || true
+  wait $job || rc=$?
+  local context="full disk under sweep on $np rank(s), --ranks-per-run $G"
+  ! grep -qE "Signal:|Segmentation fault|core dumped" "$name.out" "$name.err" ||
+    fail "$context: a rank died by a signal: $(grep -hE -B2 -A8 "Signal:" "$name.out" "$name.err")"
+  [ "$rc" -eq 74 ] || fail "$context: exit $rc, expected 74: $(tail -5 "$name.err")"
+  [ "$(grep -c "depthbench sweep: stopped by a fault of the machine" "$name.err")" -eq 1 ] ||
+    fail "$context: not one 'stopped by a fault of the machine' line: $(cat "$name.err")"
+  grep -q "No space left on device: $dir/" "$name.out" ||
+    fail "$context: no run reason 'No space left on device' naming the file: $(cat "$name.out")"
+  ! ls "$dir"/*.h5 >/dev/null 2>&1 || fail "$context: a run was published: $(ls "$dir")"
+  for tmp in "$dir"/*.h5.tmp; do
+    [ -e "${tmp%.h5.tmp}.ckpt" ] || fail "$context: $tmp has no checkpoint to resume from"
+  done
+  echo "$context: exit 74 with one clear line, no signal, runs resumable"
+}
+
 mounted=()
 cleanup() { for m in "${mounted[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -54,6 +90,9 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m tmpfs mount_probe 2>/dev/nu
   umount mount_probe; then
   full_disk 2
   full_disk 1
+  full_disk_sweep 2 1
+  full_disk_sweep 2 2
+  full_disk_sweep 1 1
 else
   echo "full-disk cases skipped: they need root to mount a small tmpfs"
 fi
