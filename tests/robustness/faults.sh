@@ -4,10 +4,10 @@
 #     seconds with exit 74 and "No space left on device", the run stays resumable, and once space
 #     is back the same command resumes it from its last checkpoint to completion;
 #  2. the same on one rank (no crash in HDF5's exit cleanup);
-#  2b. the same under `sweep`, on 2 ranks with --ranks-per-run 1 (two runs fill the disk at once)
-#     and 2, and on 1 rank: exit 74 with the sweep's one clear line, no rank killed by a signal
-#     (a failed close of an HDF5 file used to crash HDF5's shutdown: SIGSEGV, status 139), and
-#     the runs left unfinished (NAME.h5.tmp, no NAME.h5) for a rerun to resume;
+#  2b. a disk too small for the run, filled by its own files, under `sweep` on 2 ranks with
+#     --ranks-per-run 1 and 2 and on 1 rank, and under `train` on 2 and 1 ranks: exit 74 with the
+#     one clear line and no rank killed by a signal (a failed close of an HDF5 file crashed
+#     HDF5's shutdown: SIGSEGV, status 139);
 #  3. a rank killed with SIGKILL mid-run: the job ends in seconds, a rerun resumes and completes;
 #  4. SIGTERM to mpirun: the ranks checkpoint and the job exits 75.
 # The full-disk cases need a tmpfs mount, so root; elsewhere they are skipped with a message.
@@ -50,34 +50,43 @@ full_disk() {
   echo "full disk on $np rank(s): exit 74 with the reason, resumed to completion"
 }
 
-# The full-disk case under `sweep` on NP ranks in groups of G: two runs of the tiny suite long
-# enough to be running when the disk fills after their first checkpoint.
-full_disk_sweep() {
-  local np=$1 G=$2 dir=$WORK/sweep_small_$1_$2 name=sweep_disk_$1_$2
+# A disk too small for the run, filled by the run's own files (as a 600 kB or 2 MB file system
+# is): the failing write may hit the run file, a checkpoint or its copy, and closing an HDF5 file
+# whose metadata cannot be written used to crash HDF5's shutdown (SIGSEGV, status 139, on main
+# before issue 23 in every case below). Expects exit 74, CLEAR_LINE exactly once on stderr, no
+# rank killed by a signal, a run reason naming a file on the disk, and no run published.
+# usage: small_disk NAME SIZE NP CLEAR_LINE COMMAND...  (the mount point is appended to COMMAND)
+small_disk() {
+  local name=$1 size=$2 np=$3 clear_line=$4
+  shift 4
+  local dir=$WORK/$name rc=0
   mkdir -p "$dir"
-  mount -t tmpfs -o size=8m tmpfs "$dir"
+  mount -t tmpfs -o size="$size" tmpfs "$dir"
   mounted+=("$dir")
-  make_suite "$name.ini" "designs=pre_ln" "pre_ln=3e-3" "train.steps=4000" \
-    "train.checkpoint_interval=20" "train.val_interval=500"
-  local rc=0
-  timeout 120 "${MPIRUN[@]}" -np "$np" "$DEPTHBENCH" sweep "$name.ini" --ranks-per-run "$G" \
-    --out "$dir" >"$name.out" 2>"$name.err" &
-  local job=$!
-  for _ in $(seq 600); do ls "$dir"/*.ckpt >/dev/null 2>&1 && break; sleep 0.1; done
-  ls "$dir"/*.ckpt >/dev/null 2>&1 || fail "$name: no checkpoint within 60 s: $(cat "$name.err")"
-  dd if=/dev/zero of="$dir/filler" bs=4k 2>/dev/null || true
-  wait $job || rc=$?
-  local context="full disk under sweep on $np rank(s), --ranks-per-run $G"
+  timeout 120 "${MPIRUN[@]}" -np "$np" "$DEPTHBENCH" "$@" "$dir" >"$name.out" 2>"$name.err" || rc=$?
   ! grep -qE "Signal:|Segmentation fault|core dumped" "$name.out" "$name.err" ||
-    fail "$context: a rank died by a signal: $(grep -hE -B2 -A8 "Signal:" "$name.out" "$name.err")"
-  [ "$rc" -eq 74 ] || fail "$context: exit $rc, expected 74: $(tail -5 "$name.err")"
-  [ "$(grep -c "depthbench sweep: stopped by a fault of the machine" "$name.err")" -eq 1 ] ||
-    fail "$context: not one 'stopped by a fault of the machine' line: $(cat "$name.err")"
-  grep -q "No space left on device: $dir/" "$name.out" ||
-    fail "$context: no run reason 'No space left on device' naming the file: $(cat "$name.out")"
-  ! ls "$dir"/*.h5 >/dev/null 2>&1 || fail "$context: a run was published: $(ls "$dir")"
-  ls "$dir"/*.h5.tmp >/dev/null 2>&1 || fail "$context: no unfinished run left to resume"
-  echo "$context: exit 74 with one clear line, no signal, runs left unfinished"
+    fail "$name: a rank died by a signal (exit $rc): $(grep -hE -A6 "Signal:" "$name.err")"
+  [ "$rc" -eq 74 ] || fail "$name: exit $rc, expected 74: $(tail -5 "$name.err")"
+  [ "$(grep -c "$clear_line" "$name.err")" -eq 1 ] ||
+    fail "$name: not one '$clear_line' line: $(cat "$name.err")"
+  grep -q "interrupted.*: $dir/" "$name.out" "$name.err" ||
+    fail "$name: no reason naming a file in $dir: $(cat "$name.out" "$name.err")"
+  ! ls "$dir"/*.h5 >/dev/null 2>&1 || fail "$name: a run was published: $(ls "$dir")"
+  echo "$name: $size disk filled by the run on $np rank(s): exit 74, one clear line, no signal"
+}
+
+# The sweep on that disk: 2 ranks with --ranks-per-run 1 (two runs fill it at once) and 2, and
+# 1 rank; the tiny suite's two runs, long enough to be running when the disk is full.
+small_disks() {
+  make_suite sweep_small.ini "designs=pre_ln" "pre_ln=3e-3" "train.steps=4000" \
+    "train.checkpoint_interval=20" "train.val_interval=500"
+  local stopped="depthbench sweep: stopped by a fault of the machine"
+  small_disk sweep_np2_g1 600k 2 "$stopped" sweep sweep_small.ini --ranks-per-run 1 --out
+  small_disk sweep_np2_g2 600k 2 "$stopped" sweep sweep_small.ini --ranks-per-run 2 --out
+  small_disk sweep_np1_g1 600k 1 "$stopped" sweep sweep_small.ini --out
+  local interrupted="depthbench train: run probe interrupted at step"
+  small_disk train_np2 200k 2 "$interrupted" train --config long.ini --output.dir
+  small_disk train_np1 200k 1 "$interrupted" train --config long.ini --output.dir
 }
 
 mounted=()
@@ -88,9 +97,7 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m tmpfs mount_probe 2>/dev/nu
   umount mount_probe; then
   full_disk 2
   full_disk 1
-  full_disk_sweep 2 1
-  full_disk_sweep 2 2
-  full_disk_sweep 1 1
+  small_disks
 else
   echo "full-disk cases skipped: they need root to mount a small tmpfs"
 fi
