@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "data/shard_manifest.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_library.hpp"
 #include "io/hf_checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "io/safetensors_weights.hpp"
@@ -42,7 +43,7 @@ std::optional<data::ShardManifest> run_manifest(const std::string& run_file) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const hid_t id = H5Fopen(run_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) return std::nullopt;
-  H5Handle file(id, H5Fclose);
+  H5Handle file(id, close_hdf5_file);
   for (const char* attribute : {"train_files", "val_files"}) {
     if (H5Aexists(file.get(), attribute) <= 0) continue;
     std::vector<std::string> patterns;

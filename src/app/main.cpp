@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "io/hdf5_library.hpp"
 #include "ops/cpu/gemm.hpp"
 
 namespace {
@@ -45,6 +46,7 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   db::cpu::select_blas_kernels(argv);
+  db::take_over_hdf5_shutdown();  // io/hdf5_library.hpp: a failed close must not crash the exit
   const bool with_mpi = !asks_for_help(argc, argv);
   if (with_mpi) MPI_Init(&argc, &argv);
   int rank = 0;
@@ -75,5 +77,6 @@ int main(int argc, char** argv) {
     }
   }
   if (with_mpi) MPI_Finalize();
+  db::shut_down_hdf5();
   return exit_code;
 }

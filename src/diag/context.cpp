@@ -6,11 +6,32 @@
 #include <span>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/rng.hpp"
 #include "ops/cpu/cross_entropy.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace db::diag {
+
+void check_settings(const DiagSettings& s) {
+  const auto at_least = [](const char* option, int64_t value, int64_t minimum) {
+    DB_REQUIRE(value >= minimum, std::string("--") + option + " = " + std::to_string(value) +
+                                     ": must be ≥ " + std::to_string(minimum));
+  };
+  at_least("window-len", s.window_len, 2);
+  at_least("bootstrap", s.bootstrap, 1);
+  at_least("angular-windows", s.angular_windows, 1);
+  at_least("causal-windows", s.causal_windows, 1);
+  at_least("permutation-windows", s.permutation_windows, 1);
+  at_least("path-windows", s.path_windows, 1);
+  at_least("pruning-windows", s.pruning_windows, 1);
+  at_least("logitlens-windows", s.logitlens_windows, 1);
+  at_least("arc-limit", s.arc_limit, 0);  // 0: all questions
+  at_least("nll-limit", s.nll_limit, 0);
+  at_least("eval-context", s.eval_context, 0);  // 0: the run's seq_len
+  DB_REQUIRE(s.dead_threshold >= 0 && s.dead_threshold <= 1,
+             "--dead-threshold = " + exact_number_text(s.dead_threshold) + ": must be in [0, 1]");
+}
 
 WindowSample::WindowSample(std::vector<std::string> files, int window_len,
                            const data::TokenFileOptions& options, uint64_t seed)

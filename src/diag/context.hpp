@@ -37,6 +37,11 @@ struct DiagSettings {
   std::map<std::string, std::string> task_files;  // domain NLL task → file
 };
 
+// Throws on a setting no diagnostic can work with (a window count or resample count below 1, a
+// negative limit, a threshold outside [0, 1]), naming its `depthbench diagnose` option, before
+// any file is read.
+void check_settings(const DiagSettings& settings);
+
 // Windows of T_d tokens drawn uniformly with replacement from a token file set with a fixed
 // seed. The i-th draw is the same for every diagnostic, so a diagnostic using N windows uses
 // the first N of the stream.

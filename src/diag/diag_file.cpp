@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_library.hpp"
 
 namespace db::diag {
 namespace {
@@ -112,7 +113,7 @@ void commit_diagnostics(const std::string& run_file, const std::vector<Diagnosti
   try {
     hid_t id = H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
     DB_REQUIRE(id >= 0, "cannot open " + tmp + " for writing the diagnostics");
-    H5Handle file(id, H5Fclose);
+    H5Handle file(id, close_hdf5_file);
     if (H5_CHECK(H5Lexists(file.get(), "diagnostics", H5P_DEFAULT)) <= 0)
       H5Handle(
           H5_CHECK(H5Gcreate2(file.get(), "diagnostics", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
@@ -136,7 +137,7 @@ DiagnosticDataset read_diagnostic(const std::string& run_file, const std::string
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   hid_t id = H5Fopen(run_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   DB_REQUIRE(id >= 0, "cannot open run file " + run_file);
-  H5Handle file(id, H5Fclose);
+  H5Handle file(id, close_hdf5_file);
   const std::string path = "diagnostics/" + name;
   DB_REQUIRE(H5Lexists(file.get(), "diagnostics", H5P_DEFAULT) > 0 &&
                  H5Lexists(file.get(), path.c_str(), H5P_DEFAULT) > 0,

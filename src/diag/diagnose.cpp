@@ -11,6 +11,7 @@
 #include "diag/diagnostics.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_library.hpp"
 #include "io/hf_checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "io/stored_paths.hpp"
@@ -43,7 +44,7 @@ LoadedRun load_run(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   DB_REQUIRE(id >= 0, "cannot open run file " + path);
-  H5Handle file(id, H5Fclose);
+  H5Handle file(id, close_hdf5_file);
   auto attribute = [&](const char* name) {
     DB_REQUIRE(H5Aexists(file.get(), name) > 0, path + " has no root attribute '" + name + "'");
     return read_string_attribute(file.get(), name);
@@ -175,6 +176,7 @@ std::string weights_path(const std::string& run_file) {
 
 DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicator& comm) {
   const bool rank0 = comm.rank() == 0;
+  check_settings(options.settings);
   for (const std::string& name : options.only) {
     const auto names = diagnostic_names();
     if (std::find(names.begin(), names.end(), name) == names.end()) {

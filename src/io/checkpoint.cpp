@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_library.hpp"
 #include "io/model_fields.hpp"
 #include "io/named_tensors.hpp"
 #include "io/run_file.hpp"
@@ -42,6 +43,7 @@ void write_double(hid_t file, const char* name, double value) {
 template <class T>
 T read_scalar(hid_t file, const char* name, hid_t type) {
   H5Handle attr(H5_CHECK(H5Aopen(file, name, H5P_DEFAULT)), H5Aclose);
+  require_attribute_class(file, attr.get(), name, H5Tget_class(type));
   T value{};
   H5_CHECK(H5Aread(attr.get(), type, &value));
   return value;
@@ -65,7 +67,7 @@ H5Handle open_for_reading(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   DB_REQUIRE(id >= 0, "checkpoint " + path + " is unreadable (delete it to restart the run)");
-  return H5Handle(id, H5Fclose);
+  return H5Handle(id, close_hdf5_file);
 }
 
 }  // namespace
@@ -78,7 +80,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (id < 0) throw_if_hdf5_environment_error(tmp);
     DB_REQUIRE(id >= 0, "cannot create checkpoint " + tmp);
-    H5Handle file(id, H5Fclose);
+    H5Handle file(id, close_hdf5_file);
     write_int(file.get(), "format_version", kWeightsFormatVersion);
     write_string(file.get(), "run_id", c.run_id);
     write_int(file.get(), "step", c.step);
@@ -91,7 +93,8 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     if (!c.adam_m.empty()) write_named_tensors(file.get(), "adam_m", layout, c.adam_m);
     if (!c.adam_v.empty()) write_named_tensors(file.get(), "adam_v", layout, c.adam_v);
     H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
-    H5_CHECK(H5Fclose(file.release()));  // a close that cannot write its metadata must fail here
+    H5_CHECK(
+        close_hdf5_file(file.release()));  // a close that cannot write its metadata must fail here
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     throw_if_environment_errno(errno, tmp);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "io/hdf5_library.hpp"
 
 namespace db {
 namespace {
@@ -59,7 +60,7 @@ RunFile RunFile::create(const std::string& final_path) {
   hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (id < 0) throw_if_hdf5_environment_error(tmp);
   DB_REQUIRE(id >= 0, "cannot create run file " + tmp);
-  RunFile run(final_path, H5Handle(id, H5Fclose));
+  RunFile run(final_path, H5Handle(id, close_hdf5_file));
   hid_t f = run.file_.get();
   {
     H5Handle curves(H5_CHECK(H5Gcreate2(f, "curves", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
@@ -82,7 +83,7 @@ RunFile RunFile::resume(const std::string& final_path, int64_t steps_done) {
   const std::string tmp = final_path + ".tmp";
   hid_t id = H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   DB_REQUIRE(id >= 0, "cannot reopen unfinished run file " + tmp);
-  RunFile run(final_path, H5Handle(id, H5Fclose));
+  RunFile run(final_path, H5Handle(id, close_hdf5_file));
   // Keep the rows logged up to the checkpoint; later ones will be logged again.
   std::vector<double> steps = read_double_dataset(run.file_.get(), "curves/step");
   int64_t keep = 0;
@@ -180,7 +181,8 @@ void RunFile::flush() {
 
 void RunFile::publish() {
   flush();
-  H5_CHECK(H5Fclose(file_.release()));  // a file that cannot be closed cleanly is not published
+  // A file that cannot be closed cleanly is not published.
+  H5_CHECK(close_hdf5_file(file_.release()));
   const std::string tmp = final_path_ + ".tmp";
   if (std::rename(tmp.c_str(), final_path_.c_str()) != 0) {
     throw_if_environment_errno(errno, tmp);
@@ -188,8 +190,50 @@ void RunFile::publish() {
   }
 }
 
+namespace {
+
+// What values of an HDF5 type class are, for messages.
+const char* class_text(H5T_class_t type_class) {
+  switch (type_class) {
+    case H5T_INTEGER:
+      return "an integer";
+    case H5T_FLOAT:
+      return "a floating-point number";
+    case H5T_STRING:
+      return "a string";
+    case H5T_COMPOUND:
+      return "a compound";
+    case H5T_ENUM:
+      return "an enum";
+    case H5T_ARRAY:
+      return "an array";
+    case H5T_VLEN:
+      return "a variable-length sequence";
+    case H5T_REFERENCE:
+      return "a reference";
+    default:
+      return "of another type";
+  }
+}
+
+}  // namespace
+
+void require_attribute_class(hid_t object, hid_t attribute, const std::string& name,
+                             H5T_class_t expected) {
+  H5Handle stored(H5_CHECK(H5Aget_type(attribute)), H5Tclose);
+  const H5T_class_t found = H5Tget_class(stored.get());
+  if (found == expected || (expected == H5T_FLOAT && found == H5T_INTEGER)) return;
+  char file[4096] = "", path[1024] = "";
+  H5Fget_name(object, file, sizeof file);
+  H5Iget_name(object, path, sizeof path);
+  const std::string of = path[0] && std::string(path) != "/" ? std::string(" of ") + path : "";
+  throw Error(std::string(file) + ": attribute '" + name + "'" + of + " is " + class_text(found) +
+              ", expected " + class_text(expected));
+}
+
 std::string read_string_attribute(hid_t object, const std::string& name) {
   H5Handle attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)), H5Aclose);
+  require_attribute_class(object, attr.get(), name, H5T_STRING);
   H5Handle type = string_type();
   // Read in the character set it was written with (HDF5 does not convert ASCII <-> UTF-8).
   H5Handle stored(H5_CHECK(H5Aget_type(attr.get())), H5Tclose);

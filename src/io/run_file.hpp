@@ -56,6 +56,11 @@ class RunFile {
 
 // Reading helpers for tests and tools.
 std::string read_string_attribute(hid_t object, const std::string& name);
+// Throws "FILE: attribute 'NAME' is an integer, expected a string" when the attribute `attribute`
+// (named `name`, of `object`) does not hold values of class `expected` (H5T_STRING, H5T_INTEGER,
+// or H5T_FLOAT, which an integer also satisfies): a file edited by hand or by another tool.
+void require_attribute_class(hid_t object, hid_t attribute, const std::string& name,
+                             H5T_class_t expected);
 std::vector<double> read_double_dataset(hid_t file, const std::string& path);
 
 }  // namespace db

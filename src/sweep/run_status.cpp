@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_library.hpp"
 #include "io/run_file.hpp"
 #include "train/run_metadata.hpp"
 #include "train/trainer.hpp"
@@ -15,7 +16,7 @@ namespace {
 std::optional<std::string> finished_attribute(const RunConfig& config, const char* name) {
   const RunPaths paths = RunPaths::of(config);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  H5Handle file(H5Fopen(paths.run_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  H5Handle file(H5Fopen(paths.run_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), close_hdf5_file);
   if (!file) return std::nullopt;
   try {
     return read_string_attribute(file.get(), name);

@@ -62,8 +62,16 @@ Shape solve_shape(double budget, BudgetKind kind, int n_layer, const ShapeRule& 
              "suite.budget of " + format_count(budget) + " parameters needs d_model > " +
                  std::to_string(max_k * rule.width_step()) + " at L = " + std::to_string(n_layer) +
                  ", beyond what DepthBench trains");
-  int64_t low = 1, high = max_k;  // invariant: count(high) >= budget
-  if (count(low) >= budget) high = low;
+  // Below the narrowest width the depth alone outgrows the budget (L = 100000 at 60K): no width
+  // meets it, and the nearest one would silently plan a model many times the budget.
+  const double smallest = count(1);
+  DB_REQUIRE(smallest <= budget,
+             "suite.budget of " + format_count(budget) +
+                 " parameters is below the narrowest shape at L = " + std::to_string(n_layer) +
+                 " (d_model = " + std::to_string(rule.width_step()) + " has " +
+                 format_count(smallest) + ", " + format_count(smallest / budget) +
+                 " times the budget); lower the depth or raise the budget");
+  int64_t low = 1, high = max_k;  // invariant: count(low) <= budget <= count(high)
   while (high - low > 1) {
     const int64_t mid = low + (high - low) / 2;
     (count(mid) >= budget ? high : low) = mid;

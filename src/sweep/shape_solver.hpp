@@ -37,7 +37,8 @@ struct Shape {
 Shape make_shape(int n_layer, int d_model, const ShapeRule& rule, int vocab_size);
 
 // The width on the rule's grid whose Pre-LN count (total or backbone) is nearest `budget`;
-// the smaller width wins an exact tie.
+// the smaller width wins an exact tie. Throws when no width brackets the budget: even the
+// narrowest shape of this depth has more parameters, or the widest (d = 2^20) fewer.
 Shape solve_shape(double budget, BudgetKind kind, int n_layer, const ShapeRule& rule,
                   int vocab_size);
 

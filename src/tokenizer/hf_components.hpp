@@ -37,4 +37,8 @@ std::string bos_token_of(const JsonValue* post_processor);
 // Text for a message: control and non-UTF-8 bytes as \xNN, so a message stays one printable line.
 std::string printable(std::string_view text);
 
+// The id a vocabulary file (tokenizer.json's vocab or added_tokens, GPT-2's encoder.json) gives
+// `token`, refused naming the token unless it is a whole number below kMaxVocabularySize.
+uint32_t vocabulary_id(const JsonValue& id, std::string_view token, const std::string& path);
+
 }  // namespace db::tokenizer

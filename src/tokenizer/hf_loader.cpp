@@ -13,8 +13,6 @@
 namespace db::tokenizer {
 namespace {
 
-constexpr long long kMaxId = (1LL << 31) - 1;
-
 bool flag(const JsonValue& object, const char* key, bool fallback) {
   const JsonValue* value = object.find(key);
   return value && value->is_bool() ? value->as_bool() : fallback;
@@ -58,7 +56,7 @@ void read_vocabulary(const JsonValue& model, BpeTokenizerConfig& config, const s
   const JsonValue* vocab = model.find("vocab");
   DB_REQUIRE(vocab && vocab->is_object(), path + ": model.vocab must be an object");
   for (const auto& [text, id_value] : vocab->as_object()) {
-    auto id = static_cast<size_t>(id_value.as_integer("vocabulary id", 0, kMaxId));
+    const size_t id = vocabulary_id(id_value, text, path);
     if (config.id_to_bytes.size() <= id) config.id_to_bytes.resize(id + 1);
     DB_REQUIRE(config.id_to_bytes[id].empty(),
                path + ": vocabulary id " + std::to_string(id) + " is used twice");
@@ -99,9 +97,9 @@ void read_added_tokens(const JsonValue* added, BpeTokenizerConfig& config,
         "added_tokens[]", path);
     AddedToken token;
     DB_REQUIRE(entry.find("id"), path + ": added token without id");
-    token.id = static_cast<uint32_t>(entry.find("id")->as_integer("added token id", 0, kMaxId));
     DB_REQUIRE(entry.find("content"), path + ": added token without content");
     token.content = entry.find("content")->as_string("added token content");
+    token.id = vocabulary_id(*entry.find("id"), token.content, path);
     token.special = flag(entry, "special", false);
     token.normalized = flag(entry, "normalized", !token.special);
     token.lstrip = flag(entry, "lstrip", false);

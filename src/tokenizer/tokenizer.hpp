@@ -42,6 +42,11 @@ class Tokenizer {
   }
 };
 
+// The most ids a vocabulary may have: 2^22 = 4,194,304, sixteen times the largest vocabularies
+// in use (262,144). Tables are sized by the largest id, so every id of a vocabulary file is held
+// to it first: a stray id such as 2^31 − 1 would otherwise ask for tens of gigabytes.
+inline constexpr uint32_t kMaxVocabularySize = uint32_t(1) << 22;
+
 // A token matched in the text before pre-tokenization (Hugging Face "added_tokens").
 struct AddedToken {
   std::string content;  // raw text, not byte-level spelled

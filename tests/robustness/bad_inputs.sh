@@ -80,4 +80,22 @@ head -c 3000 made/probe.h5 >cut/probe.h5
 cp made/probe.weights cut/
 expect diagnose_cut_run_file "cut/probe.h5" "$DEPTHBENCH" diagnose cut/probe.h5
 expect diagnose_not_hdf5 "good.ini" "$DEPTHBENCH" diagnose good.ini
+# Issue 23: an id no vocabulary reaches (was std::bad_alloc), a run file attribute of the wrong
+# type (was "HDF5 call failed: H5Tget_cset"), a negative window count (was "cannot create
+# std::vector larger than max_size()"), and a depth whose narrowest shape outgrows the budget
+# (was planned silently at 26.4M parameters for a 60K budget).
+sed 's/"hello": 263/"hello": 2147483647/' "$SOURCE_DIR/tests/tokenizer/fixtures/neox_tiny_tokenizer.json" \
+  >huge_id_tokenizer.json
+expect tokenizer_huge_id "token 'hello' has id 2147483647, beyond the largest vocabulary" \
+  "$DEPTHBENCH" tokenize --tokenizer huge_id_tokenizer.json --input good.ini --out tk
+mkdir -p int_status
+cp made/probe.h5 made/probe.weights int_status/
+"$PYTHON" -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); del f.attrs['status']; f.attrs['status']=1" \
+  int_status/probe.h5
+expect diagnose_int_status "int_status/probe.h5: attribute 'status' is an integer, expected a string" \
+  "$DEPTHBENCH" diagnose int_status/probe.h5
+expect diagnose_negative_windows "--angular-windows = -5: must be ≥ 1" "$DEPTHBENCH" diagnose \
+  made/probe.h5 --angular-windows -5
+make_suite deep.ini "depths=100000"
+expect plan_depth_beyond_budget "is below the narrowest shape at L = 100000" "$DEPTHBENCH" plan deep.ini
 echo "bad inputs: $checked cases refused with one clear line"

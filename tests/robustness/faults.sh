@@ -4,6 +4,10 @@
 #     seconds with exit 74 and "No space left on device", the run stays resumable, and once space
 #     is back the same command resumes it from its last checkpoint to completion;
 #  2. the same on one rank (no crash in HDF5's exit cleanup);
+#  2b. a disk too small for the run, filled by its own files, under `sweep` on 2 ranks with
+#     --ranks-per-run 1 and 2 and on 1 rank, and under `train` on 2 and 1 ranks: exit 74 with the
+#     one clear line and no rank killed by a signal (a failed close of an HDF5 file crashed
+#     HDF5's shutdown: SIGSEGV, status 139);
 #  3. a rank killed with SIGKILL mid-run: the job ends in seconds, a rerun resumes and completes;
 #  4. SIGTERM to mpirun: the ranks checkpoint and the job exits 75.
 # The full-disk cases need a tmpfs mount, so root; elsewhere they are skipped with a message.
@@ -46,6 +50,45 @@ full_disk() {
   echo "full disk on $np rank(s): exit 74 with the reason, resumed to completion"
 }
 
+# A disk too small for the run, filled by the run's own files (as a 600 kB or 2 MB file system
+# is): the failing write may hit the run file, a checkpoint or its copy, and closing an HDF5 file
+# whose metadata cannot be written used to crash HDF5's shutdown (SIGSEGV, status 139, on main
+# before issue 23 in every case below). Expects exit 74, CLEAR_LINE exactly once on stderr, no
+# rank killed by a signal, a run reason naming a file on the disk, and no run published.
+# usage: small_disk NAME SIZE NP CLEAR_LINE COMMAND...  (the mount point is appended to COMMAND)
+small_disk() {
+  local name=$1 size=$2 np=$3 clear_line=$4
+  shift 4
+  local dir=$WORK/$name rc=0
+  mkdir -p "$dir"
+  mount -t tmpfs -o size="$size" tmpfs "$dir"
+  mounted+=("$dir")
+  timeout 120 "${MPIRUN[@]}" -np "$np" "$DEPTHBENCH" "$@" "$dir" >"$name.out" 2>"$name.err" || rc=$?
+  ! grep -qE "Signal:|Segmentation fault|core dumped" "$name.out" "$name.err" ||
+    fail "$name: a rank died by a signal (exit $rc): $(grep -hE -A6 "Signal:" "$name.err")"
+  [ "$rc" -eq 74 ] || fail "$name: exit $rc, expected 74: $(tail -5 "$name.err")"
+  [ "$(grep -c "$clear_line" "$name.err")" -eq 1 ] ||
+    fail "$name: not one '$clear_line' line: $(cat "$name.err")"
+  grep -q "interrupted.*: $dir/" "$name.out" "$name.err" ||
+    fail "$name: no reason naming a file in $dir: $(cat "$name.out" "$name.err")"
+  ! ls "$dir"/*.h5 >/dev/null 2>&1 || fail "$name: a run was published: $(ls "$dir")"
+  echo "$name: $size disk filled by the run on $np rank(s): exit 74, one clear line, no signal"
+}
+
+# The sweep on that disk: 2 ranks with --ranks-per-run 1 (two runs fill it at once) and 2, and
+# 1 rank; the tiny suite's two runs, long enough to be running when the disk is full.
+small_disks() {
+  make_suite sweep_small.ini "designs=pre_ln" "pre_ln=3e-3" "train.steps=4000" \
+    "train.checkpoint_interval=20" "train.val_interval=500"
+  local stopped="depthbench sweep: stopped by a fault of the machine"
+  small_disk sweep_np2_g1 600k 2 "$stopped" sweep sweep_small.ini --ranks-per-run 1 --out
+  small_disk sweep_np2_g2 600k 2 "$stopped" sweep sweep_small.ini --ranks-per-run 2 --out
+  small_disk sweep_np1_g1 600k 1 "$stopped" sweep sweep_small.ini --out
+  local interrupted="depthbench train: run probe interrupted at step"
+  small_disk train_np2 200k 2 "$interrupted" train --config long.ini --output.dir
+  small_disk train_np1 200k 1 "$interrupted" train --config long.ini --output.dir
+}
+
 mounted=()
 cleanup() { for m in "${mounted[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -54,6 +97,7 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m tmpfs mount_probe 2>/dev/nu
   umount mount_probe; then
   full_disk 2
   full_disk 1
+  small_disks
 else
   echo "full-disk cases skipped: they need root to mount a small tmpfs"
 fi

@@ -207,4 +207,7 @@ BOOST_AUTO_TEST_CASE(malformed_suites_are_rejected_with_a_message_naming_the_key
   check("heads = 4", "heads 4", "heads 4");
   check("heads = 4", "heads = 4\nheads = 8", "suite.heads");
   check("depths = 2 4", "shapes = 2x100", "suite.shapes");  // head_dim 25 is odd
+  // At L = 100000 the narrowest shape (d = 8) has 100× the 1M budget: refused with the overshoot.
+  check("depths = 2 4", "depths = 2 100000", "suite.depths 100000: suite.budget of 1e+06");
+  check("depths = 2 4", "depths = 2 100000", "is below the narrowest shape at L = 100000");
 }

@@ -149,6 +149,18 @@ BOOST_AUTO_TEST_CASE(unsupported_or_broken_files_fail_with_a_message_naming_the_
   BOOST_CHECK_THROW(load_tokenizer("/nonexistent/tokenizer.json"), db::Error);
 }
 
+// Tables are sized by the largest id: an id no vocabulary reaches is refused by its token's name
+// (it used to end in std::bad_alloc), in the model's vocab and among the added tokens.
+BOOST_AUTO_TEST_CASE(an_id_beyond_any_vocabulary_is_refused_naming_its_token) {
+  expect_error(fixture_with("\"hello\": 263", "\"hello\": 2147483647"),
+               "token 'hello' has id 2147483647, beyond the largest vocabulary tokenize accepts "
+               "(4194304 ids)");
+  expect_error(fixture_with("\"hello\": 263", "\"hello\": 4194304"),
+               "token 'hello' has id 4194304");
+  expect_error(fixture_with("\"id\": 266", "\"id\": 2147483647"), "token '  ' has id 2147483647");
+  expect_error(fixture_with("\"hello\": 263", "\"hello\": 2.5"), "token 'hello' has id 2.5");
+}
+
 BOOST_AUTO_TEST_CASE(split_then_byte_level_without_regex_cuts_only_where_the_split_says) {
   // Isolated on "l": " the hello" -> " the he", "l", "l", "o"; no GPT-2 cut at the space.
   auto tok = load_hf_tokenizer(
