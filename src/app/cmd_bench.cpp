@@ -56,7 +56,8 @@ int run_bench_command(int argc, char** argv) {
   if (!parse_run_config(argc, argv, config,
                         "usage: depthbench bench [--model.* shape] [--train.seq_len T] "
                         "[--train.micro_batch B] [--train.steps timed steps] [--train.threads N] "
-                        "[--backend " + backend_choices() + "]"))
+                        "[--backend " +
+                            backend_choices() + "]"))
     return 0;
   // The backend's device was chosen at start-up (main.cpp, start_backends).
   Backend& backend = choose_backend(backend_option.empty() ? config.backend : backend_option);

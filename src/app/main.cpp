@@ -28,7 +28,8 @@ const Command kCommands[] = {
     {"sweep", db::app::run_sweep_command, "run a suite over MPI communicators", true},
     {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file", true},
     {"eval", db::app::run_eval_command, "loss of given weights on given token files", true},
-    {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF", false},
+    {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF",
+     false},
 };
 
 // --help only prints: no MPI start-up (about 0.9 s) for it.

@@ -43,7 +43,8 @@ void release(MemorySpace space, void* data, size_t bytes) noexcept {
 
 void copy(void* dst, MemorySpace dst_space, const void* src, MemorySpace src_space, size_t bytes) {
   if (bytes == 0 || dst == src) return;
-  if (dst_space == src_space || src_space.is_host()) return dst_space.resource().copy(dst, src, bytes);
+  if (dst_space == src_space || src_space.is_host())
+    return dst_space.resource().copy(dst, src, bytes);
   if (dst_space.is_host()) return src_space.resource().copy(dst, src, bytes);
   std::vector<char> staging(bytes);  // two different device spaces
   src_space.resource().copy(staging.data(), src, bytes);

@@ -124,7 +124,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     }
   }
   host_backend().set_host_threads(options.threads > 0 ? options.threads
-                                                    : comm.threads_per_rank_on_node());
+                                                      : comm.threads_per_rank_on_node());
   const bool hf = !options.hf_dir.empty();
   const LoadedRun run = hf ? load_hf(options) : load_run(options.run_file);
   // The forward passes run on the run's backend unless told otherwise (an HF folder: auto).

@@ -18,7 +18,8 @@ const std::vector<Backend*>& registered_backends() {
 
 std::string backend_names() {
   std::string names;
-  for (const Backend* b : registered_backends()) names += (names.empty() ? "" : ", ") + std::string(b->name());
+  for (const Backend* b : registered_backends())
+    names += (names.empty() ? "" : ", ") + std::string(b->name());
   return names;
 }
 

@@ -66,9 +66,11 @@ void check_memory(const RunConfig& config, const Backend& backend) {
                  "a shorter train.seq_len";
   throw Error("this model needs at least " + format_gib(e.total()) + " per rank (weights " +
               format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-              ", activations " + format_gib(e.activations_bytes) +
-              " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
-              "); this " + (backend.space().is_host() ? std::string("machine") : backend.name() + std::string(" device")) + " has " + format_gib(available) + advice);
+              ", activations " + format_gib(e.activations_bytes) + " at train.micro_batch = " +
+              std::to_string(config.recipe.micro_batch_sequences) + "); this " +
+              (backend.space().is_host() ? std::string("machine")
+                                         : backend.name() + std::string(" device")) +
+              " has " + format_gib(available) + advice);
 }
 
 }  // namespace db

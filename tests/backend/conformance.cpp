@@ -4,9 +4,8 @@
 // primitive ops, the optimizer step, the gradient sum and what the backend says about itself.
 // A backend that cannot run here (the CUDA backend without a GPU) prints why and passes.
 #define BOOST_TEST_MODULE backend_conformance
-#include <boost/test/unit_test.hpp>
-
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -28,15 +27,15 @@ Backend& backend() {
 }
 
 // Every test body starts with this: a backend that cannot run here says why and passes.
-#define DB_REQUIRE_BACKEND()                                                          \
-  do {                                                                                \
-    if (!backend().available()) {                                                     \
-      std::printf("%s [%s]: %s: skipped\n",                                           \
-                  boost::unit_test::framework::current_test_case().p_name->c_str(),   \
-                  DB_BACKEND_NAME, backend().unavailable_reason().c_str());           \
-      BOOST_TEST(true);                                                               \
-      return;                                                                         \
-    }                                                                                 \
+#define DB_REQUIRE_BACKEND()                                                        \
+  do {                                                                              \
+    if (!backend().available()) {                                                   \
+      std::printf("%s [%s]: %s: skipped\n",                                         \
+                  boost::unit_test::framework::current_test_case().p_name->c_str(), \
+                  DB_BACKEND_NAME, backend().unavailable_reason().c_str());         \
+      BOOST_TEST(true);                                                             \
+      return;                                                                       \
+    }                                                                               \
   } while (0)
 
 std::vector<float> random_floats(size_t n, uint64_t seed, double scale = 1.0) {
@@ -77,12 +76,12 @@ double relative_error(const std::vector<float>& got, const std::vector<double>& 
 // fp32 arithmetic against double references; only the order of additions differs.
 constexpr double kTolerance = 1e-5;
 
-#define CHECK_CLOSE(got, want, what)                                               \
-  do {                                                                             \
-    const double error_ = relative_error(got, want);                               \
-    std::printf("  [%s] %s: relative error %.2e (bound %.0e)\n", DB_BACKEND_NAME, \
-                what, error_, kTolerance);                                         \
-    BOOST_TEST(error_ <= kTolerance);                                              \
+#define CHECK_CLOSE(got, want, what)                                                            \
+  do {                                                                                          \
+    const double error_ = relative_error(got, want);                                            \
+    std::printf("  [%s] %s: relative error %.2e (bound %.0e)\n", DB_BACKEND_NAME, what, error_, \
+                kTolerance);                                                                    \
+    BOOST_TEST(error_ <= kTolerance);                                                           \
   } while (0)
 
 std::unique_ptr<Ops<float>> ops() {
@@ -149,20 +148,24 @@ BOOST_AUTO_TEST_CASE(gemm_matches_the_reference_for_every_transpose) {
         for (int j = 0; j < N; ++j) {
           double s = 0;
           for (int k = 0; k < K; ++k)
-            s += double(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            s += double(ta ? A[k * lda + i] : A[i * lda + k]) *
+                 (tb ? B[j * ldb + k] : B[k * ldb + j]);
           want[i * ldc + j] = alpha * s + beta * double(C[i * ldc + j]);
         }
       Buffer<float> a = on_backend(A), b = on_backend(B), c = on_backend(C);
       ops()->gemm(ta, tb, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
-      CHECK_CLOSE(c.to_host(), want, ("gemm ta=" + std::to_string(ta) + " tb=" + std::to_string(tb)).c_str());
+      CHECK_CLOSE(c.to_host(), want,
+                  ("gemm ta=" + std::to_string(ta) + " tb=" + std::to_string(tb)).c_str());
     }
 }
 
 BOOST_AUTO_TEST_CASE(linear_forward_and_backward_match_the_reference) {
   DB_REQUIRE_BACKEND();
   const int rows = 19, in = 24, out = 17;
-  const std::vector<float> X = random_floats(size_t(rows) * in, 6), W = random_floats(size_t(out) * in, 7),
-                           dY = random_floats(size_t(rows) * out, 8), dW0 = random_floats(size_t(out) * in, 9);
+  const std::vector<float> X = random_floats(size_t(rows) * in, 6),
+                           W = random_floats(size_t(out) * in, 7),
+                           dY = random_floats(size_t(rows) * out, 8),
+                           dW0 = random_floats(size_t(out) * in, 9);
   std::vector<double> y(rows * out, 0), dx(rows * in, 0), dw(dW0.begin(), dW0.end());
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < out; ++o)
@@ -185,7 +188,8 @@ BOOST_AUTO_TEST_CASE(rmsnorm_and_swiglu_match_the_reference) {
   DB_REQUIRE_BACKEND();
   const int rows = 13, width = 40;
   const double eps = 1e-5;
-  const std::vector<float> X = random_floats(size_t(rows) * width, 10), G = random_floats(width, 11);
+  const std::vector<float> X = random_floats(size_t(rows) * width, 10),
+                           G = random_floats(width, 11);
   std::vector<double> y(X.size());
   for (int r = 0; r < rows; ++r) {
     double ss = 0;
@@ -212,7 +216,8 @@ BOOST_AUTO_TEST_CASE(embedding_gathers_rows_and_adds_gradients_of_repeated_token
   const int vocab = 11, d = 8;
   const std::vector<int32_t> tokens = {3, 0, 3, 10, 7, 3};
   const int64_t rows = int64_t(tokens.size());
-  const std::vector<float> table = random_floats(size_t(vocab) * d, 14), dX = random_floats(rows * d, 15);
+  const std::vector<float> table = random_floats(size_t(vocab) * d, 14),
+                           dX = random_floats(rows * d, 15);
   std::vector<double> x(rows * d), dtable(vocab * d, 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int j = 0; j < d; ++j) {
@@ -233,7 +238,8 @@ BOOST_AUTO_TEST_CASE(fused_head_and_loss_match_log_softmax) {
   DB_REQUIRE_BACKEND();
   const HeadShape s{7, 12, 53};
   const std::vector<int32_t> targets = {5, 0, 52, -1, 17, 17, 3};  // one row without a target
-  const std::vector<float> H = random_floats(s.rows * s.d, 16), W = random_floats(size_t(s.vocab) * s.d, 17, 0.5);
+  const std::vector<float> H = random_floats(s.rows * s.d, 16),
+                           W = random_floats(size_t(s.vocab) * s.d, 17, 0.5);
   const double grad_scale = 0.25;
   double loss = 0;
   std::vector<double> dh(s.rows * s.d, 0);
@@ -260,12 +266,14 @@ BOOST_AUTO_TEST_CASE(fused_head_and_loss_match_log_softmax) {
   Buffer<float> h = on_backend(H), w = on_backend(W);
   Buffer<int32_t> t = on_backend(targets);
   Buffer<float> dhb = zeros_on_backend<float>(H.size()), dw = zeros_on_backend<float>(W.size());
-  const double got = o->cross_entropy(h.data(), w.data(), t.data(), s, dhb.data(), dw.data(), grad_scale);
+  const double got =
+      o->cross_entropy(h.data(), w.data(), t.data(), s, dhb.data(), dw.data(), grad_scale);
   std::printf("  [%s] loss %.9g, reference %.9g\n", DB_BACKEND_NAME, got, loss);
   BOOST_TEST(std::abs(got - loss) <= kTolerance * std::abs(loss));
   // The same loss without gradients: the row of each target logit is read before any write.
   Buffer<float> h2 = on_backend(H);
-  const double forward_only = o->cross_entropy(h2.data(), w.data(), t.data(), s, nullptr, nullptr, 1.0);
+  const double forward_only =
+      o->cross_entropy(h2.data(), w.data(), t.data(), s, nullptr, nullptr, 1.0);
   BOOST_TEST(std::abs(forward_only - loss) <= kTolerance * std::abs(loss));
   CHECK_CLOSE(dhb.to_host(), dh, "head dh");
 }
@@ -273,7 +281,8 @@ BOOST_AUTO_TEST_CASE(fused_head_and_loss_match_log_softmax) {
 BOOST_AUTO_TEST_CASE(adamw_update_matches_the_torch_formula) {
   DB_REQUIRE_BACKEND();
   const int64_t n = 3000;
-  const std::vector<float> P = random_floats(n, 18), G = random_floats(n, 19), M0 = random_floats(n, 20, 0.1);
+  const std::vector<float> P = random_floats(n, 18), G = random_floats(n, 19),
+                           M0 = random_floats(n, 20, 0.1);
   std::vector<float> V0 = random_floats(n, 21, 0.1);
   for (float& v : V0) v = v * v;
   std::vector<uint8_t> decay(n);

@@ -8,7 +8,6 @@
 //  * core/ knows no other folder.
 #define BOOST_TEST_MODULE layering
 #include <boost/test/unit_test.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -59,8 +58,7 @@ BOOST_AUTO_TEST_CASE(code_outside_a_backend_reaches_it_only_through_the_backend_
   for (const Source& s : sources()) {
     for (const std::string backend : {"cpu", "cuda"}) {
       const std::string folder = "ops/" + backend + "/";
-      if (!starts_with(s.path, folder) &&
-          s.text.find("#include \"" + folder) != std::string::npos)
+      if (!starts_with(s.path, folder) && s.text.find("#include \"" + folder) != std::string::npos)
         BOOST_ERROR(s.path + " includes " + folder + ": use the Backend object (ops/backend.hpp)");
     }
     if (!starts_with(s.path, "ops/cuda/") &&

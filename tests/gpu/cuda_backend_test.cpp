@@ -8,9 +8,9 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "ops/backend.hpp"
 #include "core/error.hpp"
 #include "gpu/gpu_support.hpp"
+#include "ops/backend.hpp"
 #include "ops/cuda/device.hpp"
 #include "ops/cuda/nccl_communicator.hpp"
 
@@ -35,7 +35,8 @@ BOOST_AUTO_TEST_CASE(auto_prefers_cuda_exactly_when_a_gpu_is_visible) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(start_up_selects_the_device_by_node_local_rank_and_ranks_tell_gpus_apart_by_uuid) {
+BOOST_AUTO_TEST_CASE(
+    start_up_selects_the_device_by_node_local_rank_and_ranks_tell_gpus_apart_by_uuid) {
   DB_REQUIRE_GPU();
   const Communicator job = Communicator::world();
   start_backends(job);

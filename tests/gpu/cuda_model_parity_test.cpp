@@ -6,8 +6,8 @@
 // case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_model_parity
 #define BOOST_TEST_DYN_LINK
-#include <boost/test/unit_test.hpp>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -111,10 +111,10 @@ void check_design(const ModelConfig& config, const std::string& label) {
                       kFp32Tolerance));
     const std::map<std::string, double> scales = group_scales(expected.grads, gpu.layout());
     for (const ParameterSpec& spec : gpu.layout().specs()) BOOST_TEST_CONTEXT(spec.name) {
-        BOOST_TEST(within(spec.name.c_str(),
-                          error_in_group(actual.grads, expected.grads, spec,
-                                         scales.at(group_of(spec.name))),
-                          kFp32Tolerance));
+        BOOST_TEST(within(
+            spec.name.c_str(),
+            error_in_group(actual.grads, expected.grads, spec, scales.at(group_of(spec.name))),
+            kFp32Tolerance));
       }
     const Result again = run(gpu, weights, tokens);
     BOOST_TEST(again.loss == actual.loss);

@@ -94,8 +94,7 @@ BOOST_AUTO_TEST_CASE(backends_are_found_by_name_and_unknown_names_list_the_valid
     return std::string(e.what()).find("valid: auto, " + backend_names()) != std::string::npos;
   });
   // Every registered backend reports its own name (a third backend would not print "cpu").
-  for (const Backend* b : registered_backends())
-    BOOST_TEST(&find_backend(b->name()) == b);
+  for (const Backend* b : registered_backends()) BOOST_TEST(&find_backend(b->name()) == b);
 }
 
 BOOST_AUTO_TEST_CASE(a_backend_that_cannot_run_or_has_no_double_says_so) {

@@ -32,7 +32,8 @@ CudaMemory cuda_memory;  // constant-initialised, never destroyed in a way that 
 void trim_pool() {
   int device = 0;
   cudaMemPool_t pool = nullptr;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess)
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess)
     return;
   cudaMemPoolTrimTo(pool, 0);
 }

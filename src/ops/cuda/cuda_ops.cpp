@@ -22,7 +22,8 @@ namespace db::cuda {
 namespace {
 
 // Every op is enqueued on one stream (the legacy default stream, which also orders the
-// synchronous copies and the pool allocations of cuda_memory.cpp); only the ops that return host values synchronise.
+// synchronous copies and the pool allocations of cuda_memory.cpp); only the ops that return host
+// values synchronise.
 class CudaOps final : public Ops<float> {
  public:
   explicit CudaOps(Precision precision)
