@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_CASE(backend_is_registered_under_its_name_and_owns_its_space) {
   BOOST_TEST(&backend_of(backend().space()) == &backend());
   DB_REQUIRE_BACKEND();
   BOOST_TEST(&choose_backend(DB_BACKEND_NAME) == &backend());
-  BOOST_TEST(ops()->space() == backend().space());
+  BOOST_TEST((ops()->space() == backend().space()));
   BOOST_TEST(!backend().device_name().empty());
   for (const auto& [key, value] : backend().properties()) BOOST_TEST(!key.empty());
 }
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(memory_round_trips_zeroes_and_copies_deeply) {
   DB_REQUIRE_BACKEND();
   const std::vector<float> host = random_floats(1000, 1);
   Buffer<float> a = on_backend(host);
-  BOOST_TEST(a.space() == backend().space());
+  BOOST_TEST((a.space() == backend().space()));
   BOOST_TEST(a.to_host() == host);
   Buffer<float> b = a;  // deep copy in the same space
   a.zero();
