@@ -11,11 +11,10 @@
 #include <vector>
 
 #include "app/commands.hpp"
-#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/model.hpp"
-#include "ops/cpu/gemm.hpp"
+#include "ops/backend.hpp"
 #include "train/adamw.hpp"
 #include "train/run_config.hpp"
 
@@ -57,12 +56,14 @@ int run_bench_command(int argc, char** argv) {
   if (!parse_run_config(argc, argv, config,
                         "usage: depthbench bench [--model.* shape] [--train.seq_len T] "
                         "[--train.micro_batch B] [--train.steps timed steps] [--train.threads N] "
-                        "[--backend cpu|cuda|auto]"))
+                        "[--backend " +
+                            backend_choices() + "]"))
     return 0;
-  const Backend backend = choose_backend(backend_option.empty() ? config.backend : backend_option);
-  const int gpu = backend == Backend::cuda ? select_gpu(MPI_COMM_WORLD) : -1;
-  const int threads = config.threads > 0 ? config.threads : cpu::cpu_threads();
-  cpu::set_cpu_threads(threads);
+  // The backend's device was chosen at start-up (main.cpp, start_backends).
+  Backend& backend = choose_backend(backend_option.empty() ? config.backend : backend_option);
+  const bool on_device = !backend.space().is_host();
+  const int threads = config.threads > 0 ? config.threads : backend.host_threads();
+  backend.set_host_threads(threads);
   const int T = config.recipe.seq_len;
   const int64_t B = config.recipe.micro_batch_sequences;
   Model<float> model(config.model, backend, parse_precision(config.precision));
@@ -90,17 +91,17 @@ int run_bench_command(int argc, char** argv) {
   const ParameterCounts counts = count_parameters(config.model);
   std::printf("bench arch=%s L=%d d=%d T=%d B=%lld threads=%d params=%lld backend=%s%s\n",
               config.model.arch.c_str(), config.model.n_layer, config.model.d_model, T,
-              (long long)B, threads, (long long)counts.total, backend_name(backend),
-              gpu >= 0 ? (" device=\"" + gpu_name(gpu) + "\"").c_str() : "");
+              (long long)B, threads, (long long)counts.total, backend.name(),
+              on_device ? (" device=\"" + backend.device_name() + "\"").c_str() : "");
   std::printf("tokens_per_second=%.1f gflops=%.2f step_ms=%.2f peak_rss_mib=%.1f loss=%.4f",
               tokens_per_second, flops * tokens_per_second * 1e-9,
               1e3 * seconds / config.recipe.steps, usage.ru_maxrss / 1024.0, loss);
-  if (gpu >= 0)
+  if (on_device)
     std::printf(" mfu=%.2f%% device_memory_gib=%.2f",
                 100.0 * flops * tokens_per_second / kPeakBf16Flops,
-                gpu_memory_used_bytes() / double(1 << 30));
+                backend.memory_used_bytes() / double(1 << 30));
   std::printf("\n");
-  if (gpu >= 0)
+  if (on_device)
     std::printf(
         "mfu is achieved FLOP/s (6N + 12·L·d·T per token, PaLM) over the dense bf16 peak of "
         "989 TFLOP/s (H100/H200 SXM)\n");

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "diag/diagnose.hpp"
 #include "diag/eval_tasks.hpp"
+#include "ops/backend.hpp"
 
 namespace db::app {
 
@@ -76,8 +77,9 @@ int run_diagnose_command(int argc, char** argv) {
       "quiet", po::bool_switch(&quiet),
       "no estimate or progress lines: only the table of what was written")(
       "backend", po::value(&options.backend),
-      "where the forward passes run: cpu | cuda | auto (default: the run's train.backend; "
-      "auto for --hf)");
+      ("where the forward passes run: " + backend_choices() +
+       " (default: the run's train.backend; auto for --hf)")
+          .c_str());
   for (const std::string& task : diag::nll_task_names())
     described.add_options()(task.c_str(), po::value(&task_files[task]),
                             ("domain NLL task file (" + task + ", public layout)").c_str());

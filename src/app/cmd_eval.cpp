@@ -15,7 +15,7 @@
 #include "eval/evaluation.hpp"
 #include "io/hf_checkpoint.hpp"
 #include "io/weights_source.hpp"
-#include "ops/cpu/gemm.hpp"
+#include "ops/backend.hpp"
 #include "train/run_config.hpp"
 
 namespace db::app {
@@ -104,7 +104,7 @@ int run_eval_command(int argc, char** argv) {
       "threads", po::value(&threads)->default_value(0),
       "CPU threads per rank (0 = cores / ranks on the node)")(
       "backend", po::value(&o.backend)->default_value(o.backend),
-      "where the forward passes run: cpu | cuda | auto");
+      ("where the forward passes run: " + backend_choices()).c_str());
   po::variables_map vm;
   if (const auto stop = parse_command_line("eval", argc, argv, described, vm)) return *stop;
   DB_REQUIRE(o.weights_file.empty() != hf_dir.empty(), "give either --weights or --hf");
@@ -132,7 +132,7 @@ int run_eval_command(int argc, char** argv) {
     }
 
   const Communicator world = Communicator::world();
-  cpu::set_cpu_threads(threads > 0 ? threads : world.threads_per_rank_on_node());
+  host_backend().set_host_threads(threads > 0 ? threads : world.threads_per_rank_on_node());
   const eval::EvalResult r = eval::evaluate(o, weights, world);
   if (world.rank() != 0) return 0;
   const ModelConfig& m = weights.model;

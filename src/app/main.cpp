@@ -8,8 +8,9 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "core/communicator.hpp"
 #include "io/hdf5_library.hpp"
-#include "ops/cpu/gemm.hpp"
+#include "ops/backend.hpp"
 
 namespace {
 
@@ -17,17 +18,19 @@ struct Command {
   const char* name;
   int (*run)(int, char**);
   const char* summary;
+  bool computes;  // runs a model: the backends choose their devices first
 };
 
 const Command kCommands[] = {
-    {"train", db::app::run_train_command, "train one model from an INI config"},
-    {"bench", db::app::run_bench_command, "measure training throughput of one shape"},
-    {"tokenize", db::app::run_tokenize_command, "turn text into token files"},
-    {"plan", db::app::run_plan_command, "print every run of a suite without training"},
-    {"sweep", db::app::run_sweep_command, "run a suite over MPI communicators"},
-    {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file"},
-    {"eval", db::app::run_eval_command, "loss of given weights on given token files"},
-    {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF"},
+    {"train", db::app::run_train_command, "train one model from an INI config", true},
+    {"bench", db::app::run_bench_command, "measure training throughput of one shape", true},
+    {"tokenize", db::app::run_tokenize_command, "turn text into token files", false},
+    {"plan", db::app::run_plan_command, "print every run of a suite without training", false},
+    {"sweep", db::app::run_sweep_command, "run a suite over MPI communicators", true},
+    {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file", true},
+    {"eval", db::app::run_eval_command, "loss of given weights on given token files", true},
+    {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF",
+     false},
 };
 
 // --help only prints: no MPI start-up (about 0.9 s) for it.
@@ -45,7 +48,7 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  db::cpu::select_blas_kernels(argv);
+  db::prepare_backends(argv);
   db::take_over_hdf5_shutdown();  // io/hdf5_library.hpp: a failed close must not crash the exit
   const bool with_mpi = !asks_for_help(argc, argv);
   if (with_mpi) MPI_Init(&argc, &argv);
@@ -64,6 +67,10 @@ int main(int argc, char** argv) {
       if (rank == 0) print_usage();
     } else {
       try {
+        // Once, on every rank of the job, before any command splits it into runs: the only
+        // collective on the whole job that concerns a device (nothing inside a run may use
+        // MPI_COMM_WORLD; tests/app/world_communicator_test.sh enforces it).
+        if (with_mpi && chosen->computes) db::start_backends(db::Communicator::world());
         exit_code = chosen->run(argc - 1, argv + 1);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "depthbench %s: error: %s\n", chosen->name, e.what());

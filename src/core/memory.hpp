@@ -1,6 +1,6 @@
-// Where a buffer's bytes live: host memory (the CPU backend) or the current GPU's memory (the
-// CUDA backend). Safe in every build: without the CUDA backend compiled in, asking for GPU
-// memory is a db::Error.
+// Where a buffer's bytes live. A memory space is a handle to a MemoryResource: the host's, which
+// core defines, or a backend's (a GPU's memory), which the backend's own folder defines and
+// hands out through its Backend object (ops/backend.hpp). Core names no backend.
 //
 // The model code allocates its working buffers in the *current* memory space, which a
 // MemorySpaceScope sets for the duration of a model call (as cudaSetDevice sets a current
@@ -11,13 +11,44 @@
 
 namespace db {
 
-enum class MemorySpace { host, cuda };
+// Allocation, release and copies of one kind of memory. Implementations live as long as the
+// program (function-local statics): buffers may be released during static destruction.
+class MemoryResource {
+ public:
+  virtual const char* name() const = 0;
+  virtual bool is_host() const = 0;
+  virtual void* allocate(size_t bytes) = 0;
+  // `bytes`: the size it was allocated with (device blocks are cached by size for reuse).
+  virtual void release(void* data, size_t bytes) noexcept = 0;
+  // A copy of which at least one side lies in this resource and the other in this resource or
+  // in host memory.
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void zero(void* data, size_t bytes) = 0;
+
+ protected:
+  ~MemoryResource() = default;
+};
+
+class MemorySpace {
+ public:
+  static const MemorySpace host;
+  constexpr explicit MemorySpace(MemoryResource* resource) : resource_(resource) {}
+
+  MemoryResource& resource() const { return *resource_; }
+  const char* name() const { return resource_->name(); }
+  bool is_host() const { return resource_->is_host(); }
+  // Spelled out: the CUDA folder's .cu files, which include this header, are C++17.
+  friend bool operator==(MemorySpace a, MemorySpace b) { return a.resource_ == b.resource_; }
+  friend bool operator!=(MemorySpace a, MemorySpace b) { return !(a == b); }
+
+ private:
+  MemoryResource* resource_;
+};
 
 namespace memory {
 void* allocate(MemorySpace space, size_t bytes);
-// `bytes`: the size it was allocated with (GPU blocks are cached by size for reuse).
 void release(MemorySpace space, void* data, size_t bytes) noexcept;
-// Copies between any two spaces.
+// Copies between any two spaces (two device spaces: through a host copy).
 void copy(void* dst, MemorySpace dst_space, const void* src, MemorySpace src_space, size_t bytes);
 void zero(MemorySpace space, void* data, size_t bytes);
 }  // namespace memory

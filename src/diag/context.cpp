@@ -8,7 +8,6 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/rng.hpp"
-#include "ops/cpu/cross_entropy.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace db::diag {

@@ -16,7 +16,7 @@
 #include "io/run_file.hpp"
 #include "io/stored_paths.hpp"
 #include "model/model_on_backend.hpp"
-#include "ops/cpu/gemm.hpp"
+#include "ops/backend.hpp"
 
 namespace db::diag {
 namespace {
@@ -185,7 +185,8 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
       throw Error("unknown diagnostic '" + name + "' (valid: " + valid + ")");
     }
   }
-  cpu::set_cpu_threads(options.threads > 0 ? options.threads : comm.threads_per_rank_on_node());
+  host_backend().set_host_threads(options.threads > 0 ? options.threads
+                                                      : comm.threads_per_rank_on_node());
   const bool hf = !options.hf_dir.empty();
   const LoadedRun run = hf ? load_hf(options) : load_run(options.run_file);
   // The forward passes run on the run's backend unless told otherwise (an HF folder: auto).

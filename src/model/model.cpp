@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "model/residual/registry.hpp"
-#include "ops/make_ops.hpp"
 
 namespace db {
 
@@ -43,7 +42,7 @@ std::unique_ptr<ResidualDesign<T>> make_design(const DesignInfo& info, const Mod
 
 // Every entry point allocates in the backend's memory space (core/memory.hpp).
 template <class T>
-Model<T>::Model(const ModelConfig& config, Backend backend, Precision precision)
+Model<T>::Model(const ModelConfig& config, const Backend& backend, Precision precision)
     : config_(config),
       ops_(make_ops<T>(backend, precision)),
       layout_(std::make_unique<ParameterLayout>(build_layout(config))),

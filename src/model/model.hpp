@@ -7,12 +7,12 @@
 #include <memory>
 #include <vector>
 
-#include "core/backend.hpp"
 #include "core/buffer.hpp"
 #include "model/backbone.hpp"
 #include "model/model_config.hpp"
 #include "model/parameters.hpp"
 #include "model/residual/design.hpp"
+#include "ops/backend.hpp"
 
 namespace db {
 
@@ -27,7 +27,7 @@ double flops_per_token(const ModelConfig& config, int seq_len);
 template <class T>
 class Model {
  public:
-  explicit Model(const ModelConfig& config, Backend backend = Backend::cpu,
+  explicit Model(const ModelConfig& config, const Backend& backend = find_backend("cpu"),
                  Precision precision = Precision::fp32);
   ~Model();
 

@@ -9,8 +9,8 @@
 
 namespace db {
 
-// backend: "cpu", "cuda" (this rank's GPU: node-local rank over the job modulo the node's GPUs)
-// or "auto". Throws db::Error when the backend cannot run here.
+// backend: a registered backend's name (on the device chosen at start-up) or "auto". Throws
+// db::Error when the backend cannot run here.
 std::unique_ptr<Model<float>> model_on_backend(const ModelConfig& config,
                                                std::span<const float> params,
                                                const std::string& backend);

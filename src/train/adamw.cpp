@@ -4,18 +4,19 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "ops/optimizer_ops.hpp"
+#include "ops/backend.hpp"
 
 namespace db {
 
 template <class T>
 double global_norm(std::span<const T> grads) {
-  return std::sqrt(sum_of_squares(MemorySpace::host, grads.data(), int64_t(grads.size())));
+  return std::sqrt(
+      backend_of(MemorySpace::host).sum_of_squares(grads.data(), int64_t(grads.size())));
 }
 
 template <class T>
 double global_norm(const Buffer<T>& grads) {
-  return std::sqrt(sum_of_squares(grads.space(), grads.data(), int64_t(grads.size())));
+  return std::sqrt(backend_of(grads.space()).sum_of_squares(grads.data(), int64_t(grads.size())));
 }
 
 template <class T>
@@ -38,8 +39,9 @@ void AdamW<T>::step(ParameterStore<T>& params, double lr, double clip_scale) {
   ++t_;
   const AdamWUpdate update{lr, recipe_.beta1, recipe_.beta2, recipe_.adam_eps, recipe_.weight_decay,
                            t_, clip_scale};
-  adamw_update(values.space(), values.data(), params.grad_buffer().data(), m_.data(), v_.data(),
-               decay_.data(), int64_t(values.size()), update);
+  backend_of(values.space())
+      .adamw_update(values.data(), params.grad_buffer().data(), m_.data(), v_.data(), decay_.data(),
+                    int64_t(values.size()), update);
 }
 
 template <class T>

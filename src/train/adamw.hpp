@@ -1,7 +1,7 @@
 // AdamW with decoupled weight decay (torch.optim.AdamW semantics) and global-norm clipping, on
 // any backend: the moments live beside the parameters (host or GPU memory) and the update runs
-// there (ops/optimizer_ops.hpp). Moments are fp32 (master state); parameters without weight
-// decay are those the layout marks (HC/mHC static routing, spec suites.md).
+// there (Backend::adamw_update, ops/backend.hpp). Moments are fp32 (master state); parameters
+// without weight decay are those the layout marks (HC/mHC static routing, spec suites.md).
 #pragma once
 #include <cstdint>
 #include <span>

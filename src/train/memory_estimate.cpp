@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "model/model.hpp"
+#include "ops/backend.hpp"
 
 namespace db {
 
@@ -49,9 +49,9 @@ std::string format_gib(double bytes) {
   return text;
 }
 
-void check_memory(const RunConfig& config, bool on_gpu) {
+void check_memory(const RunConfig& config, const Backend& backend) {
   const MemoryEstimate e = estimate_memory(config);
-  const double available = on_gpu ? double(gpu_memory_total_bytes()) : machine_memory_bytes();
+  const double available = double(backend.memory_total_bytes());
   if (e.total() <= available) return;
   // Activations grow with the micro-batch; weights and optimizer state do not.
   RunConfig smaller = config;
@@ -66,9 +66,11 @@ void check_memory(const RunConfig& config, bool on_gpu) {
                  "a shorter train.seq_len";
   throw Error("this model needs at least " + format_gib(e.total()) + " per rank (weights " +
               format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-              ", activations " + format_gib(e.activations_bytes) +
-              " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
-              "); this " + (on_gpu ? "GPU" : "machine") + " has " + format_gib(available) + advice);
+              ", activations " + format_gib(e.activations_bytes) + " at train.micro_batch = " +
+              std::to_string(config.recipe.micro_batch_sequences) + "); this " +
+              (backend.space().is_host() ? std::string("machine")
+                                         : backend.name() + std::string(" device")) +
+              " has " + format_gib(available) + advice);
 }
 
 }  // namespace db

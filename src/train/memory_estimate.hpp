@@ -9,6 +9,8 @@
 
 namespace db {
 
+class Backend;
+
 struct MemoryEstimate {
   double weights_bytes = 0;      // parameters and their gradients (fp32)
   double optimizer_bytes = 0;    // AdamW's two moments (fp32)
@@ -25,8 +27,8 @@ MemoryEstimate estimate_memory(const RunConfig& config);
 // Physical memory of this machine in bytes.
 double machine_memory_bytes();
 // Throws db::Error naming the figures and the largest train.micro_batch that would fit when the
-// estimate exceeds this rank's memory (the GPU's on CUDA: call after the GPU is selected).
-void check_memory(const RunConfig& config, bool on_gpu = false);
+// estimate exceeds the memory of this rank's device of `backend` (the machine's for the CPU).
+void check_memory(const RunConfig& config, const Backend& backend);
 std::string format_gib(double bytes);
 
 }  // namespace db

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/residual/registry.hpp"
+#include "ops/backend.hpp"
 
 namespace db {
 namespace po = boost::program_options;
@@ -201,7 +202,7 @@ std::vector<Key> keys_of(RunConfig& c) {
                  Range::at_least(0)),
       bool_key("train.save_initial_weights", c.save_initial_weights,
                "write NAME.init.weights before the first step (sweeps: default true)"),
-      text_key("train.backend", c.backend, "cpu | cuda | auto"),
+      text_key("train.backend", c.backend, backend_choices()),
       text_key("train.precision", c.precision,
                "CUDA arithmetic: bf16 (tensor-core products, fp32 accumulation) | fp32 (parity); "
                "the CPU computes in fp32"),

@@ -24,7 +24,7 @@ struct RunConfig {
   uint64_t seed = 1234;
   std::string suite = "single";
   std::string backend = "cpu";
-  std::string precision = "bf16";   // CUDA arithmetic: bf16 | fp32 (core/backend.hpp)
+  std::string precision = "bf16";   // CUDA arithmetic: bf16 | fp32 (core/precision.hpp)
   int threads = 0;                  // CPU threads; 0 = all cores of this rank's share
   int64_t log_interval = 10;        // steps between progress lines and curve rows
   int64_t val_interval = 50;        // steps between validation evaluations (and at the end)

@@ -11,18 +11,10 @@
 #include "io/stored_paths.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
-#include "ops/cpu/gemm.hpp"
+#include "ops/backend.hpp"
 
 namespace db {
 namespace {
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
 
 // Absolute, so that a command run from another directory finds the data (io/stored_paths.hpp);
 // the config attribute keeps the patterns as written, which the run id hashes.
@@ -82,7 +74,8 @@ std::string iso_time_now() {
   return text;
 }
 
-void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed) {
+void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed,
+                        const Backend* backend) {
   const ModelConfig& m = c.model;
   const Recipe& r = c.recipe;
   const ParameterCounts counts = count_parameters(m);
@@ -120,10 +113,12 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed)
   f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
   f.set_attribute("backend", c.backend);
   f.set_attribute("precision", c.precision);  // the CUDA arithmetic; the CPU computes in fp32
-  f.set_attribute("device_name", cpu_model_name());
-  // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.
-  f.set_attribute("cpu_threads", int64_t(cpu::cpu_threads()));
-  f.set_attribute("blas_core", cpu::blas_core_name());
+  if (backend) {
+    f.set_attribute("device_name", backend->device_name());
+    // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.
+    f.set_attribute("cpu_threads", int64_t(backend->host_threads()));
+    for (const auto& [key, value] : backend->properties()) f.set_attribute(key, value);
+  }
   f.set_attribute("ranks", int64_t(ranks));
   f.set_attribute("software_version", std::string(software_version()));
   f.set_attribute("git_commit", std::string(git_commit()));

@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 
-#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/format.hpp"
@@ -19,9 +18,8 @@
 #include "io/checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "model/model.hpp"
-#include "ops/cpu/gemm.hpp"
+#include "ops/backend.hpp"
 #include "train/adamw.hpp"
-#include "train/gradient_reducer.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
@@ -93,9 +91,9 @@ void record_failure(const RunConfig& config, int ranks, const std::string& reaso
 
 class TrainingRun {
  public:
-  // gpu: this rank's GPU (backend cuda), already current.
-  TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose, Backend backend,
-              int gpu)
+  // backend: started (its device chosen) at start-up.
+  TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose,
+              const Backend& backend)
       : config_(config),
         comm_(comm),
         verbose_(verbose && comm.rank() == 0),
@@ -103,8 +101,8 @@ class TrainingRun {
         log_(nullptr, &close_log),
         model_(config.model, backend, parse_precision(config.precision)),
         optimizer_(model_.layout(), config.recipe, model_.space()),
-        reducer_(make_gradient_reducer(comm, model_.space(), gpu)),
-        gpu_(gpu),
+        backend_(backend),
+        reducer_(backend.make_gradient_reducer(comm)),
         flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
 
   TrainResult run();
@@ -144,8 +142,8 @@ class TrainingRun {
   bool log_tried_ = false;
   Model<float> model_;
   AdamW<float> optimizer_;
+  const Backend& backend_;
   std::unique_ptr<GradientReducer> reducer_;
-  int gpu_;  // this rank's GPU, −1 on the CPU backend
   double flops_per_token_;
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
@@ -235,14 +233,13 @@ void TrainingRun::start_or_resume() {
     }
   }
   if (rank0()) {
-    write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0);
-    if (gpu_ >= 0) {
-      file_->set_attribute("device_name", gpu_name(gpu_));
-      file_->set_attribute("gradient_reduction", reducer_->name());
-    }
+    write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0, &backend_);
+    file_->set_attribute("gradient_reduction", reducer_->name());
     file_->set_attribute("status", std::string("running"));
     file_->flush();
   }
+  say(false, "%s: backend %s on %s, gradient reduction: %s\n", config_.run_name().c_str(),
+      backend_.name(), backend_.device_name().c_str(), reducer_->name().c_str());
 }
 
 // Forward and backward of this rank's sequences of the global batch (positions
@@ -440,9 +437,15 @@ TrainResult TrainingRun::run() {
     double loss = 0;
     if (const Fault f = collectively([&] { loss = local_forward_backward(step, grad_scale); }))
       return end_early(f, step);
-    reducer_->sum(model_.params().grad_buffer());
+    // Inside the fault agreement like the rest of the step: a failed transport or peer (NCCL
+    // errors, timeouts) ends the run on every rank at this step.
+    double norm = 0;
+    if (const Fault f = collectively([&] {
+          reducer_->sum(model_.params().grad_buffer());
+          norm = global_norm(model_.params().grad_buffer());
+        }))
+      return end_early(f, step);
     loss = comm_.allreduce_sum(loss) * grad_scale;
-    const double norm = global_norm(model_.params().grad_buffer());
     const double lr = learning_rate_at(r, step);
     const double clip = (r.grad_clip > 0 && norm > r.grad_clip) ? r.grad_clip / norm : 1.0;
     if (!std::isfinite(loss) || !std::isfinite(norm))
@@ -502,21 +505,26 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
                   paths.run_file.c_str());
     return {"skipped", "run file exists", -1, 0, 0};
   }
-  cpu::set_cpu_threads(config.threads > 0 ? config.threads : comm.threads_per_rank_on_node());
+  // Collective over the run only; the backend's device was chosen at start-up (start_backends).
+  const int threads = config.threads > 0 ? config.threads : comm.threads_per_rank_on_node();
   const auto t0 = Clock::now();
   TrainResult result;
+  Backend* backend = nullptr;
   std::optional<TrainingRun> run;
   Fault fault = agree_on_fault(comm, capture_fault([&] {
-                                 const Backend backend = choose_backend(config.backend);
+                                 backend = &choose_backend(config.backend);
+                                 backend->set_host_threads(threads);
                                  parse_precision(config.precision);  // before any file is made
-                                 // One GPU per rank: node-local rank (over every run of the
-                                 // sweep) modulo the node's GPUs.
-                                 const int gpu =
-                                     backend == Backend::cuda ? select_gpu(MPI_COMM_WORLD) : -1;
-                                 check_memory(config, backend == Backend::cuda);
-                                 run.emplace(config, comm, verbose, backend, gpu);
+                                 check_memory(config, *backend);
+                                 run.emplace(config, comm, verbose, *backend);
                                }));
   if (!fault) fault = capture_fault([&] { result = run->run(); });
+  // The next run of a sweep (another shape, perhaps) starts with the device's memory free.
+  run.reset();
+  if (backend) {
+    const Fault released = capture_fault([&] { backend->release_cached_memory(); });
+    if (!fault) fault = released;
+  }
   if (fault) {
     // Only an error raised identically on every rank gets here (the run's own faults are agreed
     // inside it): a config the run cannot start with is recorded as failed.

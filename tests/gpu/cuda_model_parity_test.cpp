@@ -1,12 +1,16 @@
 // The CUDA backend runs the same model code as the CPU (issue 12): for every registered design,
 // Model<float> on the GPU against Model<float> on the CPU with identical weights and tokens —
-// the loss and every parameter's gradient within the fp32 bound (gpu_support.hpp) — and two GPU
+// the loss and every parameter's gradient within the fp32 bound (gpu_support.hpp), relative to
+// the scale of its tensor group (error_in_group) — and two GPU
 // runs give bit-identical gradients (no atomics anywhere in the fp32 path). Without a GPU each
 // case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_model_parity
 #define BOOST_TEST_DYN_LINK
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,15 +67,41 @@ Result run(Model<float>& model, const std::vector<float>& weights,
   return {loss, model.params().grad_buffer().to_host()};
 }
 
-std::vector<float> slice(const std::vector<float>& all, const ParameterSpec& spec) {
-  return {all.begin() + spec.offset, all.begin() + spec.offset + spec.size()};
+// A parameter's tensor group: the parameters of one module ("blocks.3.attn_hc.", "embed"), the
+// name up to its last dot.
+std::string group_of(const std::string& name) {
+  const size_t dot = name.find_last_of('.');
+  return dot == std::string::npos ? name : name.substr(0, dot + 1);
+}
+
+// max |gpu − cpu| over a parameter / the largest |cpu gradient| of its tensor group. A scalar
+// gradient (s_alpha, s_beta, gates) is a sum of many terms of the group's size that may cancel:
+// measured against its own size, fp32 rounding of those terms could exceed the bound although
+// the GPU is right, so every parameter is measured against its group's scale.
+std::map<std::string, double> group_scales(const std::vector<float>& grads,
+                                           const ParameterLayout& layout) {
+  std::map<std::string, double> scale;
+  for (const ParameterSpec& spec : layout.specs()) {
+    double& s = scale[group_of(spec.name)];
+    for (int64_t i = spec.offset; i < spec.offset + spec.size(); ++i)
+      s = std::max(s, double(std::fabs(grads[i])));
+  }
+  return scale;
+}
+
+double error_in_group(const std::vector<float>& gpu, const std::vector<float>& cpu,
+                      const ParameterSpec& spec, double group_scale) {
+  double diff = 0;
+  for (int64_t i = spec.offset; i < spec.offset + spec.size(); ++i)
+    diff = std::max(diff, double(std::fabs(gpu[i] - cpu[i])));
+  return group_scale > 0 ? diff / group_scale : diff;
 }
 
 // CPU float against CUDA float, parameter by parameter; then a second CUDA run, bit for bit.
 void check_design(const ModelConfig& config, const std::string& label) {
   std::printf("%s\n", label.c_str());
-  Model<float> cpu(config, Backend::cpu);
-  Model<float> gpu(config, Backend::cuda);
+  Model<float> cpu(config, find_backend("cpu"));
+  Model<float> gpu(config, find_backend("cuda"));
   const std::vector<float> weights = random_weights(cpu, 11);
   const std::vector<int32_t> tokens = random_tokens(config.vocab_size, 5);
   const Result expected = run(cpu, weights, tokens);
@@ -79,10 +109,12 @@ void check_design(const ModelConfig& config, const std::string& label) {
   BOOST_TEST_CONTEXT(label) {
     BOOST_TEST(within("loss", std::fabs(actual.loss - expected.loss) / std::fabs(expected.loss),
                       kFp32Tolerance));
+    const std::map<std::string, double> scales = group_scales(expected.grads, gpu.layout());
     for (const ParameterSpec& spec : gpu.layout().specs()) BOOST_TEST_CONTEXT(spec.name) {
-        BOOST_TEST(within(spec.name.c_str(),
-                          relative_error(slice(actual.grads, spec), slice(expected.grads, spec)),
-                          kFp32Tolerance));
+        BOOST_TEST(within(
+            spec.name.c_str(),
+            error_in_group(actual.grads, expected.grads, spec, scales.at(group_of(spec.name))),
+            kFp32Tolerance));
       }
     const Result again = run(gpu, weights, tokens);
     BOOST_TEST(again.loss == actual.loss);

@@ -2,6 +2,7 @@
 
 #include "ops/cuda/adamw.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/kernel_util.cuh"
 
 namespace db::cuda {
@@ -70,7 +71,7 @@ __global__ void adamw_kernel(float* __restrict__ values, const float* __restrict
 
 void global_norm_squared(double* norm_sq, const float* grads, int64_t count, cudaStream_t stream) {
   double* partial = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&partial, kNormBlocks * sizeof(double), stream));
+  CUDA_CHECK(malloc_async(&partial, kNormBlocks * sizeof(double), stream));
   sum_squares_kernel<<<kNormBlocks, kThreads, 0, stream>>>(partial, grads, count);
   CUDA_CHECK_LAUNCH();
   sum_partials_kernel<<<1, kThreads, 0, stream>>>(norm_sq, partial, kNormBlocks);
@@ -80,7 +81,7 @@ void global_norm_squared(double* norm_sq, const float* grads, int64_t count, cud
 
 double global_norm(const float* grads, int64_t count, cudaStream_t stream) {
   double* norm_sq = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&norm_sq, sizeof(double), stream));
+  CUDA_CHECK(malloc_async(&norm_sq, sizeof(double), stream));
   global_norm_squared(norm_sq, grads, count, stream);
   double host = 0;
   CUDA_CHECK(cudaMemcpyAsync(&host, norm_sq, sizeof(double), cudaMemcpyDeviceToHost, stream));

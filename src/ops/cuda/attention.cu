@@ -7,6 +7,7 @@
 // with __shfl_xor_sync(·, 1) and (·, 2).
 #include "ops/cuda/attention.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/kernel_util.cuh"
 
 namespace db::cuda {
@@ -379,7 +380,7 @@ void backward_launch(T* dq, T* dk, T* dv, const T* d_o, const T* o, const float*
   const float scale = float(1.0 / std::sqrt(double(s.head_dim)));
   const int64_t rows_heads = s.batch * s.seq_len * s.heads;
   float* delta = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&delta, size_t(rows_heads) * sizeof(float), stream));
+  CUDA_CHECK(malloc_async(&delta, size_t(rows_heads) * sizeof(float), stream));
   attention_delta_kernel<T><<<unsigned((rows_heads * 32 + 255) / 256), 256, 0, stream>>>(
       delta, d_o, o, rows_heads, s.seq_len, s.heads, s.head_dim);
   CUDA_CHECK_LAUNCH();

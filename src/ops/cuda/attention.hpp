@@ -11,12 +11,12 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/cpu/attention.hpp"
+#include "ops/shapes.hpp"
 #include "ops/cuda/types.hpp"
 
 namespace db::cuda {
 
-using cpu::AttentionShape;
+using ::db::AttentionShape;
 
 template <class T>
 void attention_forward(T* o, float* lse, const T* q, const T* k, const T* v,

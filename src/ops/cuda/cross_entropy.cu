@@ -3,6 +3,7 @@
 
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/kernel_util.cuh"
 
 namespace db::cuda {
@@ -32,6 +33,9 @@ __global__ void softmax_xent_kernel(float* __restrict__ row_loss, TD* dlogits, c
       for (int v = threadIdx.x; v < vocab; v += blockDim.x) dx[v] = from_float<TD>(0.f);
     return;
   }
+  // Read before the barriers of block_max/block_sum: in the fp32 path dx aliases x, and after
+  // the last barrier thread (target % blockDim.x) overwrites x[target] with its gradient.
+  const float target_logit = x[target];
   float m = -INFINITY, s = 0.f;
   for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
     const float xv = x[v];
@@ -45,7 +49,7 @@ __global__ void softmax_xent_kernel(float* __restrict__ row_loss, TD* dlogits, c
   const float row_max = block_max(m, scratch);
   s = m == -INFINITY ? 0.f : s * expf(m - row_max);
   const float lse = row_max + logf(block_sum(s, scratch));
-  if (threadIdx.x == 0) row_loss[row] = lse - x[target];
+  if (threadIdx.x == 0) row_loss[row] = lse - target_logit;
   if (dx)
     for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
       const float p = expf(x[v] - lse);
@@ -75,12 +79,12 @@ void head_pass(GemmHandle& gh, float* row_loss, const T* h, const T* W, const in
   const int64_t chunk = std::min(kChunkRows, s.rows);
   float* logits = nullptr;
   T* dlogits = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&logits, size_t(chunk) * s.vocab * sizeof(float), stream));
+  CUDA_CHECK(malloc_async(&logits, size_t(chunk) * s.vocab * sizeof(float), stream));
   if (dh) {
     if constexpr (kFp32)
       dlogits = logits;  // in place
     else
-      CUDA_CHECK(cudaMallocAsync(&dlogits, size_t(chunk) * s.vocab * sizeof(T), stream));
+      CUDA_CHECK(malloc_async(&dlogits, size_t(chunk) * s.vocab * sizeof(T), stream));
   }
   for (int64_t begin = 0; begin < s.rows; begin += chunk) {
     const int rows = int(std::min(chunk, s.rows - begin));
@@ -111,8 +115,8 @@ double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32
   if (s.rows <= 0) return 0.0;
   float* row_loss = nullptr;
   double* loss_sum = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&row_loss, size_t(s.rows) * sizeof(float), stream));
-  CUDA_CHECK(cudaMallocAsync(&loss_sum, sizeof(double), stream));
+  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  CUDA_CHECK(malloc_async(&loss_sum, sizeof(double), stream));
   head_pass(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
   sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
   CUDA_CHECK_LAUNCH();
@@ -129,7 +133,7 @@ void lm_head_row_losses(GemmHandle& gh, double* losses, const T* h, const T* W,
                         const int32_t* targets, const HeadShape& s, cudaStream_t stream) {
   if (s.rows <= 0) return;
   float* row_loss = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
   head_pass<T>(gh, row_loss, h, W, targets, s, nullptr, nullptr, 0.0, stream);
   std::vector<float> host(s.rows);
   CUDA_CHECK(cudaMemcpyAsync(host.data(), row_loss, size_t(s.rows) * sizeof(float),

@@ -5,13 +5,13 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/cpu/cross_entropy.hpp"
+#include "ops/shapes.hpp"
 #include "ops/cuda/gemm.hpp"
 #include "ops/cuda/types.hpp"
 
 namespace db::cuda {
 
-using cpu::HeadShape;
+using ::db::HeadShape;
 
 // Returns the summed loss (double; synchronises the stream). With dh != null also computes
 // gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with target < 0 add

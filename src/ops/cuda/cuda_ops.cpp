@@ -5,6 +5,7 @@
 #include "ops/cuda/attention.hpp"
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/depth_softmax.hpp"
 #include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/embedding.hpp"
@@ -21,12 +22,13 @@ namespace db::cuda {
 namespace {
 
 // Every op is enqueued on one stream (the legacy default stream, which also orders the
-// synchronous copies of core/memory.cpp); only the ops that return host values synchronise.
+// synchronous copies and the pool allocations of cuda_memory.cpp); only the ops that return host
+// values synchronise.
 class CudaOps final : public Ops<float> {
  public:
   explicit CudaOps(Precision precision)
       : gemm_(size_t(32) << 20, /*bf16_math=*/precision == Precision::bf16) {}
-  MemorySpace space() const override { return MemorySpace::cuda; }
+  MemorySpace space() const override { return cuda_memory_space(); }
   const char* name() const override { return "cuda"; }
 
   // --- products ---

@@ -6,7 +6,7 @@
 #pragma once
 #include <memory>
 
-#include "core/backend.hpp"
+#include "core/precision.hpp"
 #include "ops/ops.hpp"
 
 namespace db::cuda {

@@ -44,6 +44,12 @@ std::string device_name(int device) {
   return prop.name;
 }
 
+std::string device_uuid(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return std::string(prop.uuid.bytes, sizeof prop.uuid.bytes);
+}
+
 size_t device_memory_used() {
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));

@@ -1,5 +1,4 @@
-// Which GPUs this process sees and which one it uses. Compiled only with the CUDA backend;
-// core/backend.hpp is the CPU-safe entry point that decides whether to call into it.
+// Which GPUs this process sees and which one it uses (the CUDA backend, cuda_backend.cpp).
 #pragma once
 #include <mpi.h>
 
@@ -17,8 +16,14 @@ bool cuda_available() noexcept;
 int node_local_rank(MPI_Comm comm);
 
 // Selects GPU (node-local rank mod device count) for this rank and returns its index.
-// Throws db::Error when no GPU is visible.
+// Throws db::Error when no GPU is visible. Collective over `comm`: the CUDA backend calls it
+// once at start-up with the job's communicator (Backend::start), never inside a run.
 int select_device(MPI_Comm comm);
+
+// The device's 16-byte UUID: the same physical GPU has the same UUID in every process, whatever
+// CUDA_VISIBLE_DEVICES renumbers it to (ordinals are per process: under per-rank isolation
+// every rank sees its GPU as device 0).
+std::string device_uuid(int device);
 
 std::string device_name(int device);
 // Bytes in use on the current device (total − free, from cudaMemGetInfo).

@@ -1,4 +1,4 @@
-// RAII owner of one typed device allocation (cudaMalloc / cudaFree). Move-only.
+// RAII owner of one typed device allocation (the backend's pool, cuda_memory.hpp). Move-only.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 
 namespace db::cuda {
 
@@ -34,7 +35,7 @@ class DeviceBuffer {
   void resize(size_t count) {
     if (count == size_) return;
     release();
-    if (count > 0) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+    data_ = static_cast<T*>(device_allocate(count * sizeof(T)));
     size_ = count;
   }
   void zero(cudaStream_t stream = nullptr) {
@@ -59,7 +60,7 @@ class DeviceBuffer {
 
  private:
   void release() noexcept {
-    if (data_) cudaFree(data_);  // never throws from a destructor
+    device_release(data_);
     data_ = nullptr;
     size_ = 0;
   }

@@ -2,6 +2,7 @@
 #include <cub/cub.cuh>
 
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/embedding.hpp"
 #include "ops/cuda/kernel_util.cuh"
 
@@ -63,16 +64,16 @@ void embedding_backward(float* dE, const int32_t* tokens, const TX* dx, int64_t 
   const int count = int(N);
   // A stable radix sort of (token, row) pairs: equal tokens keep their rows in order.
   int32_t *rows = nullptr, *sorted_tokens = nullptr, *sorted_rows = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&rows, sizeof(int32_t) * N, stream));
-  CUDA_CHECK(cudaMallocAsync(&sorted_tokens, sizeof(int32_t) * N, stream));
-  CUDA_CHECK(cudaMallocAsync(&sorted_rows, sizeof(int32_t) * N, stream));
+  CUDA_CHECK(malloc_async(&rows, sizeof(int32_t) * N, stream));
+  CUDA_CHECK(malloc_async(&sorted_tokens, sizeof(int32_t) * N, stream));
+  CUDA_CHECK(malloc_async(&sorted_rows, sizeof(int32_t) * N, stream));
   iota_kernel<<<grid_for(N, 256), 256, 0, stream>>>(rows, N);
   CUDA_CHECK_LAUNCH();
   size_t temp_bytes = 0;
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, tokens, sorted_tokens, rows,
                                              sorted_rows, count, 0, 32, stream));
   void* temp = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&temp, temp_bytes, stream));
+  CUDA_CHECK(malloc_async(&temp, temp_bytes, stream));
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, tokens, sorted_tokens, rows,
                                              sorted_rows, count, 0, 32, stream));
   constexpr int kThreads = 128;

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/gemm.hpp"
 
 namespace db::cuda {
@@ -27,12 +28,12 @@ GemmHandle::GemmHandle(size_t workspace_bytes, bool bf16_math)
   CUBLAS_CHECK(cublasCreate(&blas_));
   // Parity mode relies on true fp32 products: keep TF32 off in the fallback path.
   CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
-  CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  workspace_ = device_allocate(workspace_bytes_);
 }
 
 GemmHandle::~GemmHandle() {
   plans_.clear();
-  if (workspace_) cudaFree(workspace_);
+  device_release(workspace_);
   if (blas_) cublasDestroy(blas_);
   if (lt_) cublasLtDestroy(lt_);
 }
@@ -94,16 +95,16 @@ void gemm_impl(GemmHandle& h, bool trans_a, bool trans_b, int M, int N, int K, f
     size_t ws = h.workspace_bytes();
     uint32_t align_a = uint32_t(alignment_of(B)), align_b = uint32_t(alignment_of(A)),
              align_c = uint32_t(alignment_of(C));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof(ws));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
-                                         sizeof(align_a));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
-                                         sizeof(align_b));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c,
-                                         sizeof(align_c));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
-                                         sizeof(align_c));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(

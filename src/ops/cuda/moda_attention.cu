@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/moda_attention.hpp"
 
@@ -253,7 +254,7 @@ void moda_attention_backward(float* dq, float* dk, float* dv, float* d_depth_k, 
   const float scale = float(1.0 / std::sqrt(double(s.head_dim)));
   const ModaIndex at{s};
   float* D = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&D, size_t(rows) * s.heads * sizeof(float), stream));
+  CUDA_CHECK(malloc_async(&D, size_t(rows) * s.heads * sizeof(float), stream));
   const int threads = 32 * kWarpsPerBlock;
   moda_row_dot_kernel<<<warp_blocks(rows * s.heads), threads, 0, stream>>>(D, d_o, o, at);
   CUDA_CHECK_LAUNCH();

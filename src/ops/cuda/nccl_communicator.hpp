@@ -30,6 +30,12 @@ class NcclCommunicator {
   // In-place average (sum then ·1/size, in the same NCCL call via ncclAvg).
   void allreduce_mean(float* values, int64_t count, cudaStream_t stream) const;
 
+  // Waits until `stream` has finished, polling NCCL's asynchronous error state instead of
+  // blocking in cudaStreamSynchronize: a failed peer or transport (ncclCommGetAsyncError) or
+  // `timeout_seconds` without completion aborts the communicator and throws db::Error, so a
+  // dead peer cannot make this rank wait for ever.
+  void wait(cudaStream_t stream, double timeout_seconds);
+
  private:
   ncclComm_t comm_ = nullptr;
   int rank_ = 0, size_ = 1;

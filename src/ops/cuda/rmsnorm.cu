@@ -1,4 +1,5 @@
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/rmsnorm.hpp"
 
@@ -108,7 +109,7 @@ void norm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const float* g,
   if (N <= 0) return;
   const int blocks = int((N + kRowsPerBlock - 1) / kRowsPerBlock);
   float* partial = nullptr;
-  if (dg) CUDA_CHECK(cudaMallocAsync(&partial, size_t(blocks) * d * sizeof(float), stream));
+  if (dg) CUDA_CHECK(malloc_async(&partial, size_t(blocks) * d * sizeof(float), stream));
   const size_t smem = dg ? size_t(d) * sizeof(float) : 0;
   if (smem > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<TX, TY, kLayerNorm>,

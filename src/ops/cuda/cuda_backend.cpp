@@ -1,0 +1,125 @@
+// The CUDA backend: the current GPU's memory (one stream-ordered pool, cuda_memory.hpp), the
+// CUDA ops in float (fp32 or bf16 products), AdamW and the gradient norm on the device, NCCL
+// gradient sums when every rank of a run has its own GPU. Available when a GPU is visible;
+// "auto" prefers it to the CPU.
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+#include "ops/backend.hpp"
+#include "ops/cuda/adamw.hpp"
+#include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
+#include "ops/cuda/cuda_ops.hpp"
+#include "ops/cuda/device.hpp"
+#include "ops/cuda/nccl_communicator.hpp"
+
+namespace db {
+namespace {
+
+// Longest wait for one step's queued work and its all-reduce before NCCL is declared stuck.
+constexpr double kNcclTimeoutSeconds = 900;
+
+class NcclReducer final : public GradientReducer {
+ public:
+  explicit NcclReducer(const Communicator& run) : nccl_(run.handle()) {}
+  void sum(Buffer<float>& grads) override {
+    nccl_.allreduce_sum(grads.data(), int64_t(grads.size()), nullptr);
+    nccl_.wait(nullptr, kNcclTimeoutSeconds);
+  }
+  std::string name() const override { return "nccl"; }
+
+ private:
+  cuda::NcclCommunicator nccl_;
+};
+
+// True when no two ranks of `run` use the same physical GPU (collective over `run`). Device
+// UUIDs, not host name + ordinal: under CUDA_VISIBLE_DEVICES per rank (Slurm --gpus-per-task)
+// every rank calls its GPU device 0.
+bool every_rank_has_its_own_gpu(const Communicator& run, int device) {
+  const std::string mine = cuda::device_uuid(device);
+  std::vector<char> all(mine.size() * run.size());
+  MPI_CHECK(MPI_Allgather(mine.data(), int(mine.size()), MPI_CHAR, all.data(), int(mine.size()),
+                          MPI_CHAR, run.handle()));
+  std::vector<std::string> ids;
+  for (int r = 0; r < run.size(); ++r) ids.emplace_back(&all[r * mine.size()], mine.size());
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
+int current_device() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  const char* name() const override { return "cuda"; }
+  std::string unavailable_reason() const override {
+    return cuda::cuda_available() ? "" : "no GPU visible";
+  }
+  int auto_preference() const override { return 10; }
+  std::string device_name() const override { return cuda::device_name(current_device()); }
+  std::vector<std::pair<std::string, std::string>> properties() const override {
+    return {{"device_index", std::to_string(current_device())}};
+  }
+
+  // Collective over the job even where this rank sees no GPU, so that no rank waits alone.
+  void start(const Communicator& job) override {
+    const int local_rank = cuda::node_local_rank(job.handle());
+    const int count = cuda::device_count();
+    if (count == 0) return;
+    CUDA_CHECK(cudaSetDevice(local_rank % count));
+    cuda::configure_memory_pool(local_rank % count);
+  }
+  // The host loops around a GPU run (data, diagnostics' statistics) are the CPU backend's.
+  void set_host_threads(int threads) override { find_backend("cpu").set_host_threads(threads); }
+  int host_threads() const override { return find_backend("cpu").host_threads(); }
+
+  MemorySpace space() const override { return cuda::cuda_memory_space(); }
+  void release_cached_memory() override {
+    if (available()) cuda::release_cached_memory();
+  }
+  size_t memory_used_bytes() const override { return cuda::device_memory_used(); }
+  size_t memory_total_bytes() const override { return cuda::device_memory_total(); }
+
+  std::unique_ptr<Ops<float>> make_float_ops(Precision precision) const override {
+    if (!available()) throw Error("the CUDA backend needs a visible GPU; none is");
+    cuda::configure_memory_pool(current_device());
+    return cuda::make_cuda_ops(precision);
+  }
+
+  void adamw_update(float* values, const float* grads, float* m, float* v, const uint8_t* decay,
+                    int64_t count, const AdamWUpdate& u) const override {
+    cuda::AdamWStep step;
+    step.lr = u.lr;
+    step.beta1 = u.beta1;
+    step.beta2 = u.beta2;
+    step.eps = u.eps;
+    step.weight_decay = u.weight_decay;
+    step.step = u.step;
+    step.clip_scale = u.clip_scale;
+    cuda::adamw_step(values, grads, m, v, decay, count, step);
+  }
+  double sum_of_squares(const float* x, int64_t count) const override {
+    const double norm = cuda::global_norm(x, count);
+    return norm * norm;
+  }
+
+  std::unique_ptr<GradientReducer> make_gradient_reducer(const Communicator& run) const override {
+    if (run.size() > 1 && every_rank_has_its_own_gpu(run, current_device()))
+      return std::make_unique<NcclReducer>(run);
+    return make_mpi_gradient_reducer(run, space());  // ranks sharing a GPU: NCCL cannot serve
+  }
+};
+
+}  // namespace
+
+// The registration entry point (src/CMakeLists.txt lists it in DEPTHBENCH_BACKENDS).
+Backend& cuda_backend() {
+  static CudaBackend backend;
+  return backend;
+}
+
+}  // namespace db

@@ -1,0 +1,38 @@
+// GPU memory of the CUDA backend: ONE allocator for everything — the buffers of the model
+// (memory space "cuda"), the scratch of the kernels and DeviceBuffer — the device's
+// stream-ordered pool (cudaMallocAsync / cudaFreeAsync).
+//   * Reuse is stream-ordered: the pool hands a freed block to a later allocation on the same
+//     stream at once, and to another stream only after the free has completed or through the
+//     event dependencies the driver inserts. A buffer used on a second stream must be freed on
+//     that stream, or after an event joins it to the freeing stream.
+//   * The pool keeps freed memory (release threshold: unlimited) instead of giving it back at
+//     every synchronisation; release_cached_memory() trims it when a run ends, so the next run
+//     of a sweep, of another shape, starts from an empty pool.
+//   * An allocation that fails waits for the device, trims the pool and tries once more.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "core/memory.hpp"
+
+namespace db::cuda {
+
+MemorySpace cuda_memory_space();
+
+// Sets the release threshold of `device`'s pool (once per device; cheap to repeat).
+void configure_memory_pool(int device);
+// Waits for the device and returns the pool's unused memory to it.
+void release_cached_memory();
+
+// cudaMallocAsync with one flush-and-retry on failure; returns its final status.
+cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t stream);
+template <class T>
+cudaError_t malloc_async(T** p, size_t bytes, cudaStream_t stream) {
+  return malloc_async(reinterpret_cast<void**>(p), bytes, stream);
+}
+// Throwing forms for the owners of longer-lived blocks (DeviceBuffer, the GEMM workspace).
+void* device_allocate(size_t bytes, cudaStream_t stream = nullptr);
+void device_release(void* p, cudaStream_t stream = nullptr) noexcept;
+
+}  // namespace db::cuda
