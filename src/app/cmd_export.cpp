@@ -17,6 +17,7 @@
 #include "io/safetensors_weights.hpp"
 #include "io/weights_source.hpp"
 #include "train/run_config.hpp"
+#include "util/glob.hpp"
 
 namespace db::app {
 namespace {

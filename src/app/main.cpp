@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"diagnose", db::app::run_diagnose_command, "compute layer diagnostics of a run file"},
     {"eval", db::app::run_eval_command, "loss of given weights on given token files"},
     {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF"},
+    {"designs", db::app::run_designs_command, "list the residual designs and their options"},
 };
 
 // --help only prints: no MPI start-up (about 0.9 s) for it.

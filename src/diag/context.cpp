@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "ops/cpu/cross_entropy.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace db::diag {
 
@@ -104,7 +104,7 @@ TargetScore score_target(Model<float>& model, tokenizer::Tokenizer& tok, const s
                          const std::string& target, int64_t max_context) {
   auto encode = [&tok](const std::string& text) {
     std::string clean;
-    tokenizer::repair_utf8(text, clean);
+    repair_utf8(text, clean);
     return tok.encode(clean);
   };
   const std::vector<uint32_t> p = encode(prompt), t = encode(target);

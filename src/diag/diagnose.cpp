@@ -13,6 +13,7 @@
 #include "io/run_file.hpp"
 #include "model/model_on_backend.hpp"
 #include "ops/cpu/gemm.hpp"
+#include "util/glob.hpp"
 
 namespace db::diag {
 namespace {

@@ -2,7 +2,7 @@
 // tokens given the prompt; the task score is Σ NLL / Σ target tokens with a 95% document
 // bootstrap (resample examples, ratio of sums each time). Examples are dealt over the ranks.
 #include "core/error.hpp"
-#include "diag/bootstrap.hpp"
+#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 #include "diag/eval_tasks.hpp"
 

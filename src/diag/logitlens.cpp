@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "diag/bootstrap.hpp"
+#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 
 namespace db::diag {

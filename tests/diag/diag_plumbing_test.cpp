@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "core/rng.hpp"
-#include "diag/bootstrap.hpp"
+#include "util/bootstrap.hpp"
 #include "diag/csv.hpp"
 #include "diag/diag_file.hpp"
 #include "diag/eval_tasks.hpp"
