@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {

@@ -205,8 +205,7 @@ DiagnosticOption fraction_option(std::string flag, std::string help, double Diag
   return o;
 }
 
-DiagnosticOption file_option(std::string flag, std::string help,
-                             std::string DiagSettings::*field) {
+DiagnosticOption file_option(std::string flag, std::string help, std::string DiagSettings::*field) {
   DiagnosticOption o{std::move(flag), std::move(help), nullptr, nullptr};
   o.value = [field](const DiagSettings& s) { return s.*field; };
   o.set = [field](DiagSettings& s, const std::string& text) { s.*field = text; };

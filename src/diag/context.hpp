@@ -130,7 +130,7 @@ class ObserverScope {
 struct DiagnosticOption {
   std::string flag;  // without the leading "--"
   std::string help;
-  std::function<std::string(const DiagSettings&)> value;  // current value as text ("" = none)
+  std::function<std::string(const DiagSettings&)> value;       // current value as text ("" = none)
   std::function<void(DiagSettings&, const std::string&)> set;  // throws db::Error when invalid
 };
 // A whole number ≥ min stored in a DiagSettings field.
@@ -139,8 +139,7 @@ DiagnosticOption count_option(std::string flag, std::string help, int64_t DiagSe
 // A number in (0, 1) stored in a DiagSettings field.
 DiagnosticOption fraction_option(std::string flag, std::string help, double DiagSettings::*field);
 // A file path stored in a DiagSettings field.
-DiagnosticOption file_option(std::string flag, std::string help,
-                             std::string DiagSettings::*field);
+DiagnosticOption file_option(std::string flag, std::string help, std::string DiagSettings::*field);
 
 // A diagnostic: its name, the forward passes it needs (over all ranks) and its computation.
 struct Diagnostic {

@@ -2,9 +2,9 @@
 // tokens given the prompt; the task score is Σ NLL / Σ target tokens with a 95% document
 // bootstrap (resample examples, ratio of sums each time). Examples are dealt over the ranks.
 #include "core/error.hpp"
-#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 #include "diag/eval_tasks.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {

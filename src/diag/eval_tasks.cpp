@@ -8,13 +8,12 @@
 #include "core/rng.hpp"
 #include "diag/csv.hpp"
 #include "diag/sha256.hpp"
-#include "util/json.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/json.hpp"
 #include "util/text_file.hpp"
 
 namespace db::diag {
 namespace {
-
 
 [[noreturn]] void fail(const std::string& path, int line, const std::string& reason) {
   throw Error(path + ":" + std::to_string(line) + ": " + reason);

@@ -7,8 +7,8 @@
 #include <iterator>
 #include <numeric>
 
-#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "util/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {

@@ -6,11 +6,11 @@
 #include "core/rng.hpp"
 #include "data/manifest_check.hpp"
 #include "data/token_data.hpp"
-#include "util/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 #include "model/model.hpp"
 #include "model/model_on_backend.hpp"
 #include "train/run_config.hpp"
+#include "util/bootstrap.hpp"
 #include "util/glob.hpp"
 
 namespace db::eval {
@@ -47,9 +47,8 @@ std::vector<WindowDocuments> documents_of(const data::TokenDataset& data,
   return out;
 }
 
-Interval interval(int64_t units, int resamples, uint64_t seed,
-                        const std::vector<double>& numerator,
-                        const std::vector<double>& denominator) {
+Interval interval(int64_t units, int resamples, uint64_t seed, const std::vector<double>& numerator,
+                  const std::vector<double>& denominator) {
   const BootstrapDraws draws(units, resamples, seed);
   return bootstrap_ratio(draws, 1, numerator, denominator);
 }
@@ -154,7 +153,7 @@ EvalResult evaluate(const EvalOptions& o, const Checkpoint& weights, const Commu
     }
     r.document_loss = nll / count;
     const Interval documents_ci = interval(int64_t(r.documents.size()), o.bootstrap, o.seed,
-                                                 r.document_nll, r.document_targets);
+                                           r.document_nll, r.document_targets);
     r.document_ci_low = documents_ci.low[0];
     r.document_ci_high = documents_ci.high[0];
   }

@@ -17,7 +17,6 @@ namespace {
 // The format is little-endian; so are the machines we build for, and raw bytes are copied.
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes little-endian");
 
-
 constexpr int64_t kMaxHeaderBytes = int64_t(1) << 30;
 
 int dtype_bytes(const std::string& dtype) {

@@ -1,8 +1,8 @@
 #include "tokenizer/documents.hpp"
 
 #include "core/error.hpp"
-#include "util/json.hpp"
 #include "tokenizer/line_reader.hpp"
+#include "util/json.hpp"
 #include "util/utf8.hpp"
 
 namespace db::tokenizer {

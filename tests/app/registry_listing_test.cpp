@@ -3,12 +3,13 @@
 // and the executable prints the same JSON.
 #define BOOST_TEST_MODULE designs listing
 #define BOOST_TEST_DYN_LINK
+#include "app/registry_listing.hpp"
+
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "app/registry_listing.hpp"
 #include "model/residual/registry.hpp"
 #include "util/json.hpp"
 

@@ -36,9 +36,9 @@ std::set<std::string> no_decay_names(const ParameterLayout& layout) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(every_design_has_a_distinct_title_and_the_paper_order) {
-  const std::vector<std::string> paper = {"pre_ln", "sandwich_ln", "lns",          "deepnorm",
-                                          "keel",   "moda",        "hc",           "mhc",
-                                          "attnres_full",          "attnres_block"};
+  const std::vector<std::string> paper = {"pre_ln",       "sandwich_ln",  "lns", "deepnorm",
+                                          "keel",         "moda",         "hc",  "mhc",
+                                          "attnres_full", "attnres_block"};
   std::set<std::string> titles;
   for (size_t i = 0; i < paper.size(); ++i) {
     const DesignInfo& d = find_design(paper[i]);
@@ -71,7 +71,8 @@ BOOST_AUTO_TEST_CASE(option_ranges_accept_and_refuse_by_kind) {
   BOOST_TEST(!option_value_problem(alpha, "0").empty());
   BOOST_TEST(!option_value_problem(alpha, "automatic").empty());
   const DesignOption flag{"f", "false", "", OptionValues::boolean()};
-  for (const char* ok : {"true", "false", "1", "0"}) BOOST_TEST(option_value_problem(flag, ok).empty());
+  for (const char* ok : {"true", "false", "1", "0"})
+    BOOST_TEST(option_value_problem(flag, ok).empty());
   BOOST_TEST(!option_value_problem(flag, "yes").empty());
   const DesignOption any{"t", "", ""};  // an option that declares no range takes any text
   BOOST_TEST(option_value_problem(any, "whatever").empty());
@@ -84,9 +85,9 @@ BOOST_AUTO_TEST_CASE(no_decay_parameters_are_exactly_those_the_entries_name) {
     const std::set<std::string> listed(d.no_decay.begin(), d.no_decay.end());
     BOOST_TEST((no_decay_names(build_layout(tiny(d.name))) == listed), d.name);
   }
-  BOOST_TEST((std::set<std::string>(find_design("hc").no_decay.begin(),
-                                    find_design("hc").no_decay.end()) ==
-              std::set<std::string>{"static_alpha", "static_beta"}));
+  BOOST_TEST((
+      std::set<std::string>(find_design("hc").no_decay.begin(), find_design("hc").no_decay.end()) ==
+      std::set<std::string>{"static_alpha", "static_beta"}));
   BOOST_TEST((std::set<std::string>(find_design("mhc").no_decay.begin(),
                                     find_design("mhc").no_decay.end()) ==
               std::set<std::string>{"bias", "gates"}));

@@ -9,8 +9,8 @@
 
 #include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
-#include "util/utf8.hpp"
 #include "util/text_file.hpp"
+#include "util/utf8.hpp"
 
 using namespace db;
 using namespace db::tokenizer;

@@ -3,11 +3,12 @@
 // is estimated with its own state.
 #define BOOST_TEST_MODULE memory estimate
 #define BOOST_TEST_DYN_LINK
+#include "train/memory_estimate.hpp"
+
 #include <boost/test/unit_test.hpp>
 #include <string>
 
 #include "model/residual/registry.hpp"
-#include "train/memory_estimate.hpp"
 
 using namespace db;
 

@@ -74,11 +74,16 @@ OptionValues OptionValues::one_of(std::vector<std::string> words) {
 
 const char* kind_name(OptionValues::Kind kind) {
   switch (kind) {
-    case OptionValues::Kind::integer: return "integer";
-    case OptionValues::Kind::real: return "real";
-    case OptionValues::Kind::boolean: return "boolean";
-    case OptionValues::Kind::choice: return "choice";
-    case OptionValues::Kind::text: break;
+    case OptionValues::Kind::integer:
+      return "integer";
+    case OptionValues::Kind::real:
+      return "real";
+    case OptionValues::Kind::boolean:
+      return "boolean";
+    case OptionValues::Kind::choice:
+      return "choice";
+    case OptionValues::Kind::text:
+      break;
   }
   return "text";
 }

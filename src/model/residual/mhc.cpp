@@ -53,7 +53,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
         const std::string s = block_name(b, ffn ? "ffn_mhc." : "attn_mhc.");
         layout.add_matrix(s + "phi", {n * d, m}, c.init_std);
         // Biases 0 (spec Choice: H_pre ≈ 0.5, H_post ≈ 1, H_res ≈ J/n), or ±8 for
-        // mhc_identity_init: H_pre ≈ e_{k mod n}, H_res ≈ I. No weight decay: mhc_design()'s no_decay.
+        // mhc_identity_init: H_pre ≈ e_{k mod n}, H_res ≈ I. No weight decay: mhc_design()'s
+        // no_decay.
         std::vector<double> bias(m, 0.0);
         if (o.identity_init) {
           for (int i = 0; i < n; ++i) bias[i] = i == k % n ? 8.0 : -8.0;

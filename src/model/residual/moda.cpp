@@ -207,7 +207,8 @@ DesignInfo moda_design() {
        .title = "MoDA",
        .summary = "MoDA: Pre-LN with same-token depth keys/values in the attention softmax",
        .options = {{"moda_rope_depth_keys", "false",
-                    "rotate depth keys with RoPE (default: cached pre-RoPE)", OptionValues::boolean()},
+                    "rotate depth keys with RoPE (default: cached pre-RoPE)",
+                    OptionValues::boolean()},
                    {"moda_post_norm", "false", "post-norm variant h = N(x + MoDAAttn(x))",
                     OptionValues::boolean()}},
        // The depth keys and values of every block and their gradients.

@@ -35,7 +35,9 @@ std::string last_component(const std::string& name) {
 
 }  // namespace
 
-const std::deque<DesignInfo>& all_designs() { return registry(); }
+const std::deque<DesignInfo>& all_designs() {
+  return registry();
+}
 
 bool register_design(DesignInfo design) {
   DB_REQUIRE(!design.name.empty() && design.declare && design.make_float && design.make_double,
