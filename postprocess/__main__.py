@@ -1,5 +1,5 @@
 """Command line: `python3 -m postprocess report RUNS_DIR --out REPORT_DIR`, `rank RUNS_DIR`,
-`compare DIR_A DIR_B [--out DIR]`.
+`compare DIR_A DIR_B [--out DIR]`; each takes `--designs FILE` (`depthbench designs --json`).
 
 `report` prints the ranking table of each suite, the cross-scale table and the findings, and
 last the path of report.md. Exit status: 0 done; 1 report written but no completed run to rank;
@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import tables
+from . import names, tables
 from .compare import compare_table
 from .loading import NoRunFilesError
 from .report import analyze, build_report, summary_for_terminal
@@ -64,7 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("dir_a")
     comp.add_argument("dir_b")
     comp.add_argument("--out", help="also write compare.{md,csv,tex} into this directory")
+    for command in (rep, rank, comp):
+        command.add_argument("--designs", metavar="FILE",
+                             help="display names and order of the designs: the output of "
+                                  "`depthbench designs --json` (default: $DEPTHBENCH_DESIGNS, "
+                                  "else what the run files record)")
     args = parser.parse_args(argv)
+    if args.designs:
+        try:
+            names.use_design_catalog_file(args.designs)
+        except ValueError as error:
+            print(f"postprocess: --designs: {error}", file=sys.stderr)
+            return 2
     if args.command == "compare":
         return compare_command(args)
 

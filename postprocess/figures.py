@@ -33,7 +33,9 @@ class FigureFile:
 def design_color(arch: str):
     import matplotlib
     cmap = matplotlib.colormaps["tab10"]
-    i = names.DESIGN_ORDER.index(arch) if arch in names.DESIGN_ORDER else hash(arch) % 10
+    order = names.design_order(arch)
+    # A design of unknown position gets a colour from its name (stable across runs, unlike hash).
+    i = order if order is not None else sum(arch.encode())
     return cmap(i % 10)
 
 

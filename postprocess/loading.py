@@ -293,6 +293,8 @@ def read_run(path: str | os.PathLike) -> Run | RejectedFile:
         as_what = "HDF5" if isinstance(error, OSError) else "a run file"
         detail = " ".join(str(error).split()) or type(error).__name__
         return RejectedFile(path, f"{what} cannot be read as {as_what}: {detail}")
+    names.learn_design(str(attrs["arch"]), attrs.get(names.ATTR_DESIGN_TITLE),
+                       attrs.get(names.ATTR_DESIGN_ORDER))
     return Run(path, attrs, final, curves, diagnostics, in_progress_file=in_progress,
                ignored=ignored, val_window_losses=window_losses)
 

@@ -101,20 +101,99 @@ MULTISCALE_SUITES = (SUITE_MULTISCALE,)
 SCALE_ATTRIBUTE = "scale"
 SCALE_ROUNDING = 100_000_000
 
-# The ten residual designs in the paper's order, with their display names.
-DESIGN_ORDER = (
-    "pre_ln", "sandwich_ln", "lns", "deepnorm", "keel", "moda",
-    "hc", "mhc", "attnres_full", "attnres_block",
-)
-DESIGN_TITLES = {
-    "pre_ln": "Pre-LN", "sandwich_ln": "Sandwich-LN", "lns": "LNS", "deepnorm": "DeepNorm",
-    "keel": "KEEL", "moda": "MoDA", "hc": "HC", "mhc": "mHC",
-    "attnres_full": "Full AttnRes", "attnres_block": "Block AttnRes",
-}
+# Residual designs: their display names and order are DepthBench's design registry, never a
+# table here (doc/postprocess.md). Per design, the first source that knows it wins:
+#  1. a catalog given explicitly: the output of `depthbench designs --json`, passed with
+#     `--designs FILE` or the environment variable DEPTHBENCH_DESIGNS=FILE (use_design_catalog);
+#  2. the run files: each stores the registry's display name and position as the root
+#     attributes below, learned as files are loaded (learn_design);
+#  3. the name itself, after every design known from 1 or 2.
+ATTR_DESIGN_TITLE = "design_title"
+ATTR_DESIGN_ORDER = "design_order"
+DESIGNS_ENVIRONMENT_VARIABLE = "DEPTHBENCH_DESIGNS"
+
+
+class DesignCatalog:
+    """Display name and registry position of every design met so far."""
+
+    def __init__(self):
+        self.titles: dict[str, str] = {}
+        self.orders: dict[str, int] = {}
+        self.explicit: set[str] = set()  # known from a catalog: run files do not override them
+
+    def add(self, arch: str, title, order, explicit: bool = False):
+        if arch in self.explicit and not explicit:
+            return
+        if title:
+            self.titles[arch] = str(title)
+        if order is not None:
+            self.orders[arch] = int(order)
+        if explicit:
+            self.explicit.add(arch)
+
+
+_catalog = DesignCatalog()
+_environment_read = False
+
+
+def parse_design_catalog(text: str) -> list[dict]:
+    """The designs of `depthbench designs --json` output; ValueError when it is not that."""
+    import json
+    data = json.loads(text)
+    designs = data.get("designs") if isinstance(data, dict) else None
+    if not isinstance(designs, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("name"), str) and d["name"]
+            and isinstance(d.get("title"), str) and isinstance(d.get("order"), int)
+            for d in designs):
+        raise ValueError("not the output of `depthbench designs --json` "
+                         "(expected {\"designs\": [{\"name\", \"title\", \"order\"}, ...]})")
+    return designs
+
+
+def use_design_catalog(text: str) -> None:
+    """Takes display names and order from `depthbench designs --json` output."""
+    for d in parse_design_catalog(text):
+        _catalog.add(d["name"], d["title"], d["order"], explicit=True)
+
+
+def use_design_catalog_file(path) -> None:
+    from pathlib import Path
+    try:
+        use_design_catalog(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"design catalog {path}: {error}") from error
+
+
+def learn_design(arch: str, title, order) -> None:
+    """A run file's own record of its design (attributes ATTR_DESIGN_TITLE, _ORDER)."""
+    _catalog.add(arch, title, order)
+
+
+def reset_design_catalog() -> None:
+    """Forgets every design (tests)."""
+    global _catalog, _environment_read
+    _catalog = DesignCatalog()
+    _environment_read = False
+
+
+def _known() -> DesignCatalog:
+    global _environment_read
+    if not _environment_read:
+        _environment_read = True
+        import os
+        path = os.environ.get(DESIGNS_ENVIRONMENT_VARIABLE)
+        if path:
+            use_design_catalog_file(path)
+    return _catalog
 
 
 def design_title(arch):
-    return DESIGN_TITLES.get(arch, arch)
+    return _known().titles.get(arch, arch)
+
+
+def design_order(arch):
+    """The design's registry position, or None when no source knows it."""
+    return _known().orders.get(arch)
 
 
 def suite_title(suite):
@@ -122,4 +201,5 @@ def suite_title(suite):
 
 
 def design_sort_key(arch):
-    return (DESIGN_ORDER.index(arch), arch) if arch in DESIGN_ORDER else (len(DESIGN_ORDER), arch)
+    order = design_order(arch)
+    return (0, order, arch) if order is not None else (1, 0, arch)

@@ -11,7 +11,7 @@
 #include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "diag/diagnose.hpp"
-#include "diag/eval_tasks.hpp"
+#include "diag/diagnostics.hpp"
 #include "ops/backend.hpp"
 
 namespace db::app {
@@ -23,7 +23,6 @@ int run_diagnose_command(int argc, char** argv) {
   std::string only, hf_out;
   bool quiet = false;
   uint64_t seed = s.seed;
-  std::map<std::string, std::string> task_files;
   po::options_description described(
       "usage: depthbench diagnose RUN.h5 [options]\n"
       "       depthbench diagnose --hf DIR --tokens GLOB [--out FILE.h5] [options]\n\n"
@@ -49,25 +48,6 @@ int run_diagnose_command(int argc, char** argv) {
       "tokens per window T_d (clamped to the run's seq_len)")(
       "seed", po::value(&seed)->default_value(seed), "seed of the window draws and bootstraps")(
       "bootstrap", po::value(&s.bootstrap)->default_value(s.bootstrap), "bootstrap resamples B")(
-      "angular-windows", po::value(&s.angular_windows)->default_value(s.angular_windows),
-      "windows for angular_distance")("causal-windows",
-                                      po::value(&s.causal_windows)->default_value(s.causal_windows),
-                                      "windows for causal_score")(
-      "permutation-windows",
-      po::value(&s.permutation_windows)->default_value(s.permutation_windows),
-      "windows for permutation_score")("path-windows",
-                                       po::value(&s.path_windows)->default_value(s.path_windows),
-                                       "windows for path_weights (and effective rank)")(
-      "pruning-windows", po::value(&s.pruning_windows)->default_value(s.pruning_windows),
-      "windows for the pruning loss deltas")(
-      "logitlens-windows", po::value(&s.logitlens_windows)->default_value(s.logitlens_windows),
-      "windows for logitlens")(
-      "dead-threshold", po::value(&s.dead_threshold)->default_value(s.dead_threshold, "0.05"),
-      "Block AttnRes dead segment: partial-sum weight threshold")(
-      "arc", po::value(&s.arc_file), "ARC-Easy JSONL for the pruning accuracy deltas")(
-      "arc-limit", po::value(&s.arc_limit)->default_value(0), "ARC questions used (0 = all)")(
-      "nll-limit", po::value(&s.nll_limit)->default_value(0),
-      "examples per domain NLL task (0 = all)")(
       "eval-context", po::value(&s.eval_context)->default_value(0),
       "longest evaluation sequence in tokens (0 = the run's seq_len)")(
       "tokenizer", po::value(&options.tokenizer),
@@ -80,9 +60,14 @@ int run_diagnose_command(int argc, char** argv) {
       ("where the forward passes run: " + backend_choices() +
        " (default: the run's train.backend; auto for --hf)")
           .c_str());
-  for (const std::string& task : diag::nll_task_names())
-    described.add_options()(task.c_str(), po::value(&task_files[task]),
-                            ("domain NLL task file (" + task + ", public layout)").c_str());
+  // Each diagnostic's own options, as it declares them (src/diag/*.cpp).
+  std::map<std::string, std::string> diagnostic_values;  // flag → text as given
+  for (const diag::Diagnostic& d : diag::all_diagnostics())
+    for (const diag::DiagnosticOption& o : d.options) {
+      auto* value = po::value(&diagnostic_values[o.flag]);
+      if (const std::string current = o.value(s); !current.empty()) value->default_value(current);
+      described.add_options()(o.flag.c_str(), value, (o.help + " [" + d.name + "]").c_str());
+    }
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map vm;
@@ -97,8 +82,9 @@ int run_diagnose_command(int argc, char** argv) {
   if (!options.hf_dir.empty()) options.run_file = hf_out;
   s.seed = seed;
   options.verbose = !quiet;
-  for (const auto& [task, file] : task_files)
-    if (!file.empty()) s.task_files[task] = file;
+  for (const diag::Diagnostic& d : diag::all_diagnostics())
+    for (const diag::DiagnosticOption& o : d.options)
+      if (vm.count(o.flag) && !vm[o.flag].defaulted()) o.set(s, diagnostic_values[o.flag]);
   size_t start = 0;
   while (start < only.size()) {
     const size_t end = std::min(only.find(',', start), only.size());

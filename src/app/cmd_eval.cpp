@@ -17,6 +17,7 @@
 #include "io/weights_source.hpp"
 #include "ops/backend.hpp"
 #include "train/run_config.hpp"
+#include "util/glob.hpp"
 
 namespace db::app {
 namespace {

@@ -31,6 +31,7 @@ const Command kCommands[] = {
     {"eval", db::app::run_eval_command, "loss of given weights on given token files", true},
     {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF",
      false},
+    {"designs", db::app::run_designs_command, "list the residual designs and their options", false},
 };
 
 // --help only prints: no MPI start-up (about 0.9 s) for it.

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
@@ -122,6 +122,9 @@ Diagnostic angular_distance_diagnostic() {
   Diagnostic d;
   d.name = "angular_distance";
   d.summary = "angular distance between depth states (all tokens and last token)";
+  d.options = {count_option("angular-windows", "windows for angular_distance",
+                            &DiagSettings::angular_windows, 1)};
+  d.datasets = {"angular_distance", "angular_distance_last_token", "angular_distance_by_offset"};
   d.cost = [](const DiagContext& ctx) {
     const int64_t W = ctx.settings.angular_windows;
     return std::make_pair(W, std::to_string(W) + " windows x 1 pass");

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
@@ -127,6 +127,9 @@ Diagnostic causal_score_diagnostic() {
   Diagnostic d;
   d.name = "causal_score";
   d.summary = "causal score matrix from single-block skips";
+  d.options = {
+      count_option("causal-windows", "windows for causal_score", &DiagSettings::causal_windows, 1)};
+  d.datasets = {"causal_score"};
   d.cost = [](const DiagContext& ctx) {
     const int64_t W = ctx.settings.causal_windows, L = ctx.n_layer();
     return std::make_pair(W * L, std::to_string(W) + " windows x (1 baseline + " +

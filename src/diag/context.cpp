@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/rng.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace db::diag {
 
@@ -128,7 +128,7 @@ TargetScore score_target(Model<float>& model, tokenizer::Tokenizer& tok, const s
                          const std::string& target, int64_t max_context) {
   auto encode = [&tok](const std::string& text) {
     std::string clean;
-    tokenizer::repair_utf8(text, clean);
+    repair_utf8(text, clean);
     return tok.encode(clean);
   };
   const std::vector<uint32_t> p = encode(prompt), t = encode(target);
@@ -179,6 +179,61 @@ void add_interval(std::vector<DiagnosticDataset>& out, const DiagnosticDataset& 
     }
   out.push_back(std::move(lo));
   out.push_back(std::move(hi));
+}
+
+bool Diagnostic::declares(const std::string& dataset) const {
+  for (const std::string& d : datasets)
+    if (dataset == d || dataset == d + "_ci_low" || dataset == d + "_ci_high") return true;
+  return false;
+}
+
+namespace {
+
+double parse_number(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + flag + ": '" + text + "' is not a number");
+}
+
+}  // namespace
+
+DiagnosticOption count_option(std::string flag, std::string help, int64_t DiagSettings::*field,
+                              int64_t min) {
+  DiagnosticOption o{flag, std::move(help), nullptr, nullptr};
+  o.value = [field](const DiagSettings& s) { return std::to_string(s.*field); };
+  o.set = [field, min, flag](DiagSettings& s, const std::string& text) {
+    const double v = parse_number(flag, text);
+    DB_REQUIRE(v == std::floor(v) && v >= double(min) && v < 9e15,
+               "--" + flag + ": '" + text + "' is not a whole number ≥ " + std::to_string(min));
+    s.*field = int64_t(v);
+  };
+  return o;
+}
+
+DiagnosticOption fraction_option(std::string flag, std::string help, double DiagSettings::*field) {
+  DiagnosticOption o{flag, std::move(help), nullptr, nullptr};
+  o.value = [field](const DiagSettings& s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", s.*field);
+    return std::string(text);
+  };
+  o.set = [field, flag](DiagSettings& s, const std::string& text) {
+    const double v = parse_number(flag, text);
+    DB_REQUIRE(v > 0 && v < 1, "--" + flag + ": '" + text + "' is not in (0, 1)");
+    s.*field = v;
+  };
+  return o;
+}
+
+DiagnosticOption file_option(std::string flag, std::string help, std::string DiagSettings::*field) {
+  DiagnosticOption o{std::move(flag), std::move(help), nullptr, nullptr};
+  o.value = [field](const DiagSettings& s) { return s.*field; };
+  o.set = [field](DiagSettings& s, const std::string& text) { s.*field = text; };
+  return o;
 }
 
 }  // namespace db::diag

@@ -131,6 +131,22 @@ class ObserverScope {
   Backbone<float>& net_;
 };
 
+// An option of `depthbench diagnose` that belongs to one diagnostic (e.g. --causal-windows):
+// the diagnostic declares it, the command line registers every declared option.
+struct DiagnosticOption {
+  std::string flag;  // without the leading "--"
+  std::string help;
+  std::function<std::string(const DiagSettings&)> value;       // current value as text ("" = none)
+  std::function<void(DiagSettings&, const std::string&)> set;  // throws db::Error when invalid
+};
+// A whole number ≥ min stored in a DiagSettings field.
+DiagnosticOption count_option(std::string flag, std::string help, int64_t DiagSettings::*field,
+                              int64_t min);
+// A number in (0, 1) stored in a DiagSettings field.
+DiagnosticOption fraction_option(std::string flag, std::string help, double DiagSettings::*field);
+// A file path stored in a DiagSettings field.
+DiagnosticOption file_option(std::string flag, std::string help, std::string DiagSettings::*field);
+
 // A diagnostic: its name, the forward passes it needs (over all ranks) and its computation.
 // Work of a diagnostic beyond its forward passes, for the time estimate printed before it
 // runs: how many units, the measured seconds of one, and what a unit is.
@@ -143,6 +159,11 @@ struct ExtraWork {
 struct Diagnostic {
   std::string name;
   std::string summary;
+  std::vector<DiagnosticOption> options;
+  // The datasets it writes under diagnostics/ (each with its _ci_low/_ci_high bounds where it
+  // has them); run_diagnostics refuses to write any other.
+  std::vector<std::string> datasets;
+  bool declares(const std::string& dataset) const;
   // Total forward passes and a breakdown for the line printed before it starts.
   std::function<std::pair<int64_t, std::string>(const DiagContext&)> cost;
   // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/text_file.hpp"
 
 namespace db::diag {
 namespace {
@@ -91,7 +92,7 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const std::string& sou
 }
 
 std::vector<CsvRecord> read_csv(const std::string& path) {
-  std::string text = tokenizer::read_text_file(path);
+  std::string text = read_text_file(path);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
   return parse_csv(text, path);
 }

@@ -17,6 +17,7 @@
 #include "io/stored_paths.hpp"
 #include "model/model_on_backend.hpp"
 #include "ops/backend.hpp"
+#include "util/glob.hpp"
 
 namespace db::diag {
 namespace {
@@ -277,6 +278,9 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     std::vector<DiagnosticDataset> sets = d.run(ctx);
     entry.seconds = progress.end();
     for (DiagnosticDataset& set : sets) {
+      // What a diagnostic writes is what it declares (`depthbench diagnose --help`, the docs).
+      DB_REQUIRE(d.declares(set.name), "diagnostic " + d.name + " wrote diagnostics/" + set.name +
+                                           ", which it does not declare in its datasets");
       set.attributes["diagnostic"] = d.name;
       set.attributes["run_id"] = run.run_id;
       set.attributes["forward_passes"] = passes;

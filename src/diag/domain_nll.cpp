@@ -2,9 +2,9 @@
 // tokens given the prompt; the task score is Σ NLL / Σ target tokens with a 95% document
 // bootstrap (resample examples, ratio of sums each time). Examples are dealt over the ranks.
 #include "core/error.hpp"
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 #include "diag/eval_tasks.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
@@ -89,6 +89,20 @@ Diagnostic domain_nll_diagnostic() {
   Diagnostic d;
   d.name = "domain_nll";
   d.summary = "teacher-forced NLL on MBPP, HumanEval, SciQ, GPQA, GSM8K, MATH-500";
+  d.options = {count_option("nll-limit", "examples per domain NLL task (0 = all)",
+                            &DiagSettings::nll_limit, 0)};
+  for (const std::string& task : nll_task_names()) {
+    DiagnosticOption file{task, "domain NLL task file (" + task + ", public layout)", nullptr,
+                          nullptr};
+    file.value = [task](const DiagSettings& s) {
+      return s.task_files.count(task) ? s.task_files.at(task) : std::string();
+    };
+    file.set = [task](DiagSettings& s, const std::string& path) {
+      if (!path.empty()) s.task_files[task] = path;
+    };
+    d.options.push_back(file);
+    d.datasets.push_back("domain_nll_" + task);
+  }
   d.cost = [](const DiagContext& ctx) {
     int64_t passes = 0;
     std::string text;

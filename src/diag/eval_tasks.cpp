@@ -8,13 +8,12 @@
 #include "core/rng.hpp"
 #include "diag/csv.hpp"
 #include "diag/sha256.hpp"
-#include "tokenizer/json.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/json.hpp"
+#include "util/text_file.hpp"
 
 namespace db::diag {
 namespace {
-
-using tokenizer::JsonValue;
 
 [[noreturn]] void fail(const std::string& path, int line, const std::string& reason) {
   throw Error(path + ":" + std::to_string(line) + ": " + reason);
@@ -22,7 +21,7 @@ using tokenizer::JsonValue;
 
 void for_each_jsonl(const std::string& path,
                     const std::function<void(int line, const JsonValue& record)>& visit) {
-  const std::string text = tokenizer::read_text_file(path);
+  const std::string text = read_text_file(path);
   size_t start = 0;
   int line = 0;
   while (start < text.size()) {
@@ -35,7 +34,7 @@ void for_each_jsonl(const std::string& path,
     if (row.find_first_not_of(" \t") == std::string_view::npos) continue;
     JsonValue value;
     std::string error;
-    if (!tokenizer::try_parse_json(row, value, error)) fail(path, line, error);
+    if (!try_parse_json(row, value, error)) fail(path, line, error);
     if (!value.is_object()) fail(path, line, "a record must be a JSON object");
     visit(line, value);
   }

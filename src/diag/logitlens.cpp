@@ -6,15 +6,19 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
 
 enum Statistic { kCe, kKl, kKlReverse, kTop5, kStatistics };
+// The datasets, one per statistic, in the order of the per-window values.
+const char* const kStatisticNames[kStatistics] = {"logitlens_ce", "logitlens_kl",
+                                                  "logitlens_kl_reverse", "logitlens_top5_overlap"};
 
 void log_softmax(const float* logits, int V, double* out) {
   double largest = logits[0];
@@ -134,8 +138,6 @@ std::vector<DiagnosticDataset> run(DiagContext& ctx) {
   const BootstrapDraws draws(W, ctx.settings.bootstrap, ctx.settings.seed);
   const Interval ci =
       bootstrap_ratio(draws, kStatistics * S, per_window, std::vector<double>(W, 1.0));
-  const char* names[kStatistics] = {"logitlens_ce", "logitlens_kl", "logitlens_kl_reverse",
-                                    "logitlens_top5_overlap"};
   const char* definitions[kStatistics] = {
       "early-exit cross-entropy of p_l against the next token",
       "KL(p_final || p_l), final first (the paper's direction)",
@@ -148,7 +150,7 @@ std::vector<DiagnosticDataset> run(DiagContext& ctx) {
     for (int64_t w = 0; w < W; ++w)
       for (int l = 0; l < S; ++l) value[l] += per_window[(size_t(w) * kStatistics + s) * S + l];
     for (double& v : value) v /= double(W);
-    DiagnosticDataset set = DiagnosticDataset::vector(names[s], value);
+    DiagnosticDataset set = DiagnosticDataset::vector(kStatisticNames[s], value);
     set.attributes["definition"] =
         std::string(definitions[s]) +
         "; p_l = softmax(LM head(readout(z_l))), z_l depth state l = 0..L, readout = the "
@@ -167,6 +169,9 @@ Diagnostic logitlens_diagnostic() {
   Diagnostic d;
   d.name = "logitlens";
   d.summary = "LogitLens: early-exit CE, KL both ways, top-5 overlap per depth";
+  d.options = {count_option("logitlens-windows", "windows for logitlens",
+                            &DiagSettings::logitlens_windows, 1)};
+  d.datasets.assign(std::begin(kStatisticNames), std::end(kStatisticNames));
   d.cost = [](const DiagContext& ctx) {
     const int64_t W = ctx.settings.logitlens_windows;
     return std::make_pair(W, std::to_string(W) + " windows x 1 pass (+ " +

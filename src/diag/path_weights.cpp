@@ -8,10 +8,10 @@
 #include <limits>
 
 #include "core/error.hpp"
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 #include "diag/effective_rank.hpp"
 #include "model/residual/stream_mixing.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
@@ -159,6 +159,12 @@ Diagnostic path_weights_diagnostic() {
   Diagnostic d;
   d.name = "path_weights";
   d.summary = "residual path weights, effective rank of stream maps, dead segment";
+  d.options = {
+      count_option("path-windows", "windows for path_weights (and effective rank)",
+                   &DiagSettings::path_windows, 1),
+      fraction_option("dead-threshold", "Block AttnRes dead segment: partial-sum weight threshold",
+                      &DiagSettings::dead_threshold)};
+  d.datasets = {"path_weights", "effective_rank", "dead_segment", "partial_sum_weight"};
   d.cost = [](const DiagContext& ctx) {
     const int64_t W = ctx.settings.path_windows;
     return std::make_pair(W, std::to_string(W) + " windows x 1 pass");

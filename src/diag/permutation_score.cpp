@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
@@ -108,6 +108,9 @@ Diagnostic permutation_score_diagnostic() {
   Diagnostic d;
   d.name = "permutation_score";
   d.summary = "loss change when two blocks exchange places";
+  d.options = {count_option("permutation-windows", "windows for permutation_score",
+                            &DiagSettings::permutation_windows, 1)};
+  d.datasets = {"permutation_score", "permutation_score_per_layer"};
   d.cost = [](const DiagContext& ctx) {
     const int64_t W = ctx.settings.permutation_windows, L = ctx.n_layer();
     const int64_t pairs = L * (L - 1) / 2;

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-#include "diag/bootstrap.hpp"
 #include "diag/diagnostics.hpp"
 #include "diag/eval_tasks.hpp"
+#include "util/bootstrap.hpp"
 
 namespace db::diag {
 namespace {
@@ -144,6 +144,12 @@ Diagnostic pruning_diagnostic() {
   Diagnostic d;
   d.name = "pruning";
   d.summary = "single-layer pruning: LM loss and ARC-Easy deltas";
+  d.options = {
+      count_option("pruning-windows", "windows for the pruning loss deltas",
+                   &DiagSettings::pruning_windows, 1),
+      file_option("arc", "ARC-Easy JSONL for the pruning accuracy deltas", &DiagSettings::arc_file),
+      count_option("arc-limit", "ARC questions used (0 = all)", &DiagSettings::arc_limit, 0)};
+  d.datasets = {"pruning_loss_delta", "pruning_arc_acc_delta", "pruning_arc_acc_norm_delta"};
   d.cost = [](const DiagContext& ctx) {
     const int64_t W = ctx.settings.pruning_windows, L = ctx.n_layer();
     const int64_t arc = arc_passes(arc_questions(ctx));

@@ -6,11 +6,12 @@
 #include "core/rng.hpp"
 #include "data/manifest_check.hpp"
 #include "data/token_data.hpp"
-#include "diag/bootstrap.hpp"
 #include "io/checkpoint.hpp"
 #include "model/model.hpp"
 #include "model/model_on_backend.hpp"
 #include "train/run_config.hpp"
+#include "util/bootstrap.hpp"
+#include "util/glob.hpp"
 
 namespace db::eval {
 namespace {
@@ -46,11 +47,10 @@ std::vector<WindowDocuments> documents_of(const data::TokenDataset& data,
   return out;
 }
 
-diag::Interval interval(int64_t units, int resamples, uint64_t seed,
-                        const std::vector<double>& numerator,
-                        const std::vector<double>& denominator) {
-  const diag::BootstrapDraws draws(units, resamples, seed);
-  return diag::bootstrap_ratio(draws, 1, numerator, denominator);
+Interval interval(int64_t units, int resamples, uint64_t seed, const std::vector<double>& numerator,
+                  const std::vector<double>& denominator) {
+  const BootstrapDraws draws(units, resamples, seed);
+  return bootstrap_ratio(draws, 1, numerator, denominator);
 }
 
 }  // namespace
@@ -141,7 +141,7 @@ EvalResult evaluate(const EvalOptions& o, const Checkpoint& weights, const Commu
   double sum = 0;
   for (double loss : r.window_losses) sum += loss;
   r.mean_loss = sum / double(n);
-  const diag::Interval windows_ci =
+  const Interval windows_ci =
       interval(n, o.bootstrap, o.seed, r.window_losses, std::vector<double>(n, 1.0));
   r.ci_low = windows_ci.low[0];
   r.ci_high = windows_ci.high[0];
@@ -152,8 +152,8 @@ EvalResult evaluate(const EvalOptions& o, const Checkpoint& weights, const Commu
       count += r.document_targets[u];
     }
     r.document_loss = nll / count;
-    const diag::Interval documents_ci = interval(int64_t(r.documents.size()), o.bootstrap, o.seed,
-                                                 r.document_nll, r.document_targets);
+    const Interval documents_ci = interval(int64_t(r.documents.size()), o.bootstrap, o.seed,
+                                           r.document_nll, r.document_targets);
     r.document_ci_low = documents_ci.low[0];
     r.document_ci_high = documents_ci.high[0];
   }

@@ -12,13 +12,12 @@
 #include "io/safetensors.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/text_file.hpp"
 
 namespace db {
 namespace {
 
 namespace fs = std::filesystem;
-using tokenizer::json_quote;
-using tokenizer::JsonValue;
 
 // Our block tensors (doc/parameters.md) and their names below `model.layers.{i}.`.
 const std::map<std::string, std::string> kBlockTensors = {
@@ -163,7 +162,7 @@ double read_rope(HfConfigReader& r, double theta) {
 JsonValue read_json(const std::string& path) {
   DB_REQUIRE(fs::exists(path), path + " not found");
   try {
-    return tokenizer::parse_json(tokenizer::read_text_file(path));
+    return parse_json(read_text_file(path));
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

@@ -9,13 +9,13 @@
 #include <string>
 
 #include "io/checkpoint.hpp"
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 
 namespace db {
 
 // The model of a Hugging Face config.json; `context` receives max_position_embeddings.
 // `source` names the file in messages.
-ModelConfig model_from_hf_config(const tokenizer::JsonValue& config, const std::string& source,
+ModelConfig model_from_hf_config(const JsonValue& config, const std::string& source,
                                  int64_t& context);
 
 // Reads DIR as a pre_ln model; seq_len = max_position_embeddings, run_id = "hf:DIR". bf16, fp16

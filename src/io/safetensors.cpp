@@ -9,16 +9,13 @@
 
 #include "core/error.hpp"
 #include "core/format.hpp"
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 
 namespace db {
 namespace {
 
 // The format is little-endian; so are the machines we build for, and raw bytes are copied.
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes little-endian");
-
-using tokenizer::json_quote;
-using tokenizer::JsonValue;
 
 constexpr int64_t kMaxHeaderBytes = int64_t(1) << 30;
 
@@ -131,7 +128,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   data_start_ = 8 + int64_t(length);
   JsonValue root;
   try {
-    root = tokenizer::parse_json(header);
+    root = parse_json(header);
   } catch (const Error& e) {
     throw Error(path + ": safetensors header is not JSON (" + e.what() + ")");
   }

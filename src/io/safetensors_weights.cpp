@@ -8,7 +8,7 @@
 #include "io/model_fields.hpp"
 #include "io/safetensors.hpp"
 #include "model/model.hpp"
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 
 namespace db {
 namespace {
@@ -16,16 +16,16 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string json_value(const FieldValue& value) {
-  if (const auto* s = std::get_if<std::string>(&value)) return tokenizer::json_quote(*s);
+  if (const auto* s = std::get_if<std::string>(&value)) return json_quote(*s);
   return field_text(value);
 }
 
 void write_config_json(const std::string& path, const Checkpoint& weights) {
-  std::string json = "{\n  \"format\": " + tokenizer::json_quote(kSafetensorsWeightsFormat) +
-                     ",\n  \"run_id\": " + tokenizer::json_quote(weights.run_id) +
+  std::string json = "{\n  \"format\": " + json_quote(kSafetensorsWeightsFormat) +
+                     ",\n  \"run_id\": " + json_quote(weights.run_id) +
                      ",\n  \"seq_len\": " + std::to_string(weights.seq_len);
   for (const ModelField& field : model_fields(weights.model))
-    json += ",\n  " + tokenizer::json_quote(field.key) + ": " + json_value(field.value);
+    json += ",\n  " + json_quote(field.key) + ": " + json_value(field.value);
   std::ofstream out(path);
   out << json << "\n}\n";
   DB_REQUIRE(out.flush(), "cannot write " + path);

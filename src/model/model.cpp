@@ -10,7 +10,7 @@ ParameterLayout build_layout(const ModelConfig& config) {
   const DesignInfo& design = find_design(config.arch);
   ParameterLayout layout;
   Backbone<float>::declare(layout, config);
-  design.declare(layout, config);
+  declare_design_parameters(design, layout, config);
   return layout;
 }
 

@@ -1,6 +1,6 @@
 #include "tokenizer/byte_level.hpp"
 
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace db::tokenizer {
 namespace {

@@ -1,9 +1,9 @@
 #include "tokenizer/documents.hpp"
 
 #include "core/error.hpp"
-#include "tokenizer/json.hpp"
 #include "tokenizer/line_reader.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/json.hpp"
+#include "util/utf8.hpp"
 
 namespace db::tokenizer {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace db::tokenizer {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/json.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/json.hpp"
 
 namespace db::tokenizer {
 

@@ -7,8 +7,9 @@
 #include "core/error.hpp"
 #include "tokenizer/byte_level.hpp"
 #include "tokenizer/hf_components.hpp"
-#include "tokenizer/json.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/json.hpp"
+#include "util/text_file.hpp"
 
 namespace db::tokenizer {
 namespace {

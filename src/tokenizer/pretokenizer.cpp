@@ -4,7 +4,7 @@
 
 #include <array>
 
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace db::tokenizer {
 namespace {

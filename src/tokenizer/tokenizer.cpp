@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
 namespace db::tokenizer {
 namespace {
@@ -210,15 +210,6 @@ std::string ByteTokenizer::decode(std::span<const uint32_t> ids) const {
     if (id < 256) out += static_cast<char>(id);
   }
   return out;
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  DB_REQUIRE(in.good(), "cannot open " + path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  DB_REQUIRE(!in.bad(), "cannot read " + path);
-  return buffer.str();
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec) {

@@ -141,7 +141,4 @@ std::unique_ptr<BpeTokenizer> load_gpt2_tokenizer(const std::string& encoder_jso
 // holding either. Throws db::Error naming the file when it cannot be used.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec);
 
-// Whole file as a string; throws db::Error naming the file.
-std::string read_text_file(const std::string& path);
-
 }  // namespace db::tokenizer

@@ -8,20 +8,9 @@
 #include "core/error.hpp"
 #include "model/model.hpp"
 #include "ops/backend.hpp"
+#include "model/residual/registry.hpp"
 
 namespace db {
-
-namespace {
-// Values a design keeps per token and block beyond the backbone's (its streams, sources, pools).
-double design_values_per_token_block(const ModelConfig& m) {
-  const double d = m.d_model;
-  if (m.arch == "hc" || m.arch == "mhc")  // n-stream state and its normalised copy, 2 sublayers
-    return 4.0 * m.option(m.arch == "hc" ? "hc_streams" : "mhc_streams", 4.0) * d;
-  if (m.arch.rfind("attnres", 0) == 0) return 8.0 * d;  // mixes, sources and their gradients
-  if (m.arch == "moda") return 4.0 * m.kv_heads() * m.head_dim();  // depth K/V and gradients
-  return 0.0;
-}
-}  // namespace
 
 MemoryEstimate estimate_memory(const RunConfig& config) {
   const ModelConfig& m = config.model;
@@ -29,9 +18,11 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   const double tokens = double(config.recipe.micro_batch_sequences) * config.recipe.seq_len;
   const double head_rows = std::min(tokens, config.backend == "cuda" ? 4096.0 : 256.0);
   // Per token and block: q, k, v, attention output, norm caches and the residual (≈ 8d) and the
-  // three SwiGLU products (3·ff), plus the design's state; at the head one chunk of logits.
+  // three SwiGLU products (3·ff), plus the state the design's registry entry declares; at the
+  // head one chunk of logits.
   const double per_token_blocks =
-      double(m.n_layer) * (8.0 * m.d_model + 3.0 * m.ff_dim() + design_values_per_token_block(m));
+      double(m.n_layer) *
+      (8.0 * m.d_model + 3.0 * m.ff_dim() + find_design(m.arch).state_values_per_token(m));
   MemoryEstimate e;
   e.weights_bytes = 2 * 4 * params;
   e.optimizer_bytes = 2 * 4 * params;

@@ -1,7 +1,5 @@
 #include "train/run_config.hpp"
 
-#include <glob.h>
-
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -222,8 +220,14 @@ std::vector<Key> keys_of(RunConfig& c) {
       const std::string key = option.key;
       std::map<std::string, std::string>& opts = m.design_options;
       keys.push_back({"model." + key,
-                      option.help + " (" + design.name + ", default " + option.default_value + ")",
-                      [&opts, key](const std::string& t) { opts[key] = t; },
+                      option.help + " (" + design.name + ", " + describe_values(option.values) +
+                          ", default " + option.default_value + ")",
+                      [&opts, key, option](const std::string& t) {
+                        // The range comes from the design's registry entry.
+                        const std::string problem = option_value_problem(option, t);
+                        DB_REQUIRE(problem.empty(), "model." + key + ": " + problem);
+                        opts[key] = t;
+                      },
                       [&opts, key, option] {
                         auto it = opts.find(key);
                         return it == opts.end() ? option.default_value : it->second;
@@ -345,21 +349,6 @@ std::string RunConfig::to_ini() const {
     out << key << " = " << k.get() << "\n";
   }
   return out.str();
-}
-
-std::vector<std::string> expand_globs(const std::vector<std::string>& patterns) {
-  std::vector<std::string> files;
-  for (const std::string& pattern : patterns) {
-    glob_t g{};
-    const int rc = glob(pattern.c_str(), 0, nullptr, &g);
-    if (rc != 0) {
-      globfree(&g);
-      throw Error("no file matches " + pattern);
-    }
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-    globfree(&g);
-  }
-  return files;
 }
 
 }  // namespace db

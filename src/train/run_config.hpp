@@ -52,8 +52,4 @@ RunConfig parse_run_config_text(const std::string& ini_text);
 // Every valid key "section.key" with its help text.
 std::vector<std::pair<std::string, std::string>> run_config_keys();
 
-// Expands glob patterns in order (each pattern's matches sorted); a pattern with no match is
-// an error naming it.
-std::vector<std::string> expand_globs(const std::vector<std::string>& patterns);
-
 }  // namespace db

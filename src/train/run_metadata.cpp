@@ -84,6 +84,9 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed,
   f.set_attribute("suite", c.suite);
   f.set_attribute("arch", m.arch);
   f.set_attribute("design_options", design_options_text(m));
+  // The registry's display name and order, so the postprocess needs no table of its own.
+  f.set_attribute("design_title", find_design(m.arch).title);
+  f.set_attribute("design_order", int64_t(design_order(m.arch)));
   f.set_attribute("d_model", int64_t(m.d_model));
   f.set_attribute("n_layer", int64_t(m.n_layer));
   f.set_attribute("n_head", int64_t(m.n_head));

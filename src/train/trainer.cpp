@@ -23,6 +23,7 @@
 #include "train/memory_estimate.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
+#include "util/glob.hpp"
 
 namespace db {
 namespace {

@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "core/rng.hpp"
-#include "diag/bootstrap.hpp"
 #include "diag/csv.hpp"
 #include "diag/diag_file.hpp"
 #include "diag/eval_tasks.hpp"
@@ -16,6 +15,7 @@
 #include "diag_test_support.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/run_file.hpp"
+#include "util/bootstrap.hpp"
 
 using namespace db;
 using namespace db::diag;

@@ -13,6 +13,20 @@ import numpy as np
 VOCAB = 50280
 SEQ_LEN = 2048
 
+# The registry as `depthbench designs --json` prints it (test_names.py checks this copy against
+# the executable): run files record their design's display name and order from it, as the real
+# writer does.
+DESIGNS_JSON = Path(__file__).with_name("designs.json")
+
+
+def design_record(arch: str) -> dict:
+    """Root attributes `design_title`, `design_order` of a design, {} for unknown names."""
+    import json
+    for d in json.loads(DESIGNS_JSON.read_text(encoding="utf-8"))["designs"]:
+        if d["name"] == arch:
+            return {"design_title": d["title"], "design_order": np.int64(d["order"])}
+    return {}
+
 
 def ceil16(x: float) -> int:
     return int(math.ceil(x / 16) * 16)
@@ -51,7 +65,7 @@ def write_run(directory, *, suite: str, arch: str, n_layer: int, d_model: int,
         "schema_version": np.int64(schema_version) if isinstance(schema_version, int)
         else schema_version,
         "run_id": f"{abs(hash(name)) % (1 << 64):016x}", "run_name": name, "suite": suite,
-        "arch": arch, "design_options": "", "d_model": np.int64(d_model),
+        "arch": arch, **design_record(arch), "design_options": "", "d_model": np.int64(d_model),
         "n_layer": np.int64(n_layer), "n_head": np.int64(16), "n_kv_head": np.int64(16),
         "head_dim": np.int64(head_dim), "ff": np.int64(ceil16(8 * d_model / 3)),
         "vocab_size": np.int64(vocab), "seq_len": np.int64(SEQ_LEN),

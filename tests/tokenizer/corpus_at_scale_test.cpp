@@ -15,6 +15,7 @@
 #include "tokenizer/corpus_progress.hpp"
 #include "tokenizer/input_files.hpp"
 #include "tokenizer/work_plan.hpp"
+#include "util/text_file.hpp"
 
 using namespace db::tokenizer::test;
 
@@ -70,7 +71,7 @@ Ids concatenated(const fs::path& out, const std::string& split, std::vector<size
 }
 
 std::string file_text(const fs::path& path) {
-  return db::tokenizer::read_text_file(path.string());
+  return db::read_text_file(path.string());
 }
 
 }  // namespace

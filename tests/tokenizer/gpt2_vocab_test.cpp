@@ -9,8 +9,10 @@
 
 #include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/text_file.hpp"
+#include "util/utf8.hpp"
 
+using namespace db;
 using namespace db::tokenizer;
 using Ids = std::vector<uint32_t>;
 

@@ -8,7 +8,9 @@
 
 #include "core/error.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/text_file.hpp"
 
+using namespace db;
 using namespace db::tokenizer;
 using Ids = std::vector<uint32_t>;
 

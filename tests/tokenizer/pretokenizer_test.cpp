@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/text_file.hpp"
+#include "util/utf8.hpp"
 
+using namespace db;
 using namespace db::tokenizer;
 using Pieces = std::vector<std::string>;
 

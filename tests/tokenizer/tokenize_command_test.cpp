@@ -18,6 +18,7 @@
 #include "tokenizer/corpus.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/validation_split.hpp"
+#include "util/text_file.hpp"
 
 using namespace db::tokenizer::test;
 
@@ -68,7 +69,7 @@ BOOST_AUTO_TEST_CASE(fortunes_documents_split_on_percent_lines_and_npy_has_a_num
   // npy is the default output format.
   BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "f").string(), "--format", "fortunes",
                   "--out", (dir / "out").string()}) == 0);
-  std::string file = db::tokenizer::read_text_file((dir / "out" / "train_000000.npy").string());
+  std::string file = db::read_text_file((dir / "out" / "train_000000.npy").string());
   BOOST_TEST(file.substr(0, 6) == "\x93NUMPY");
   BOOST_TEST(file.find("'descr': '<u2'") != std::string::npos);
   Ids expected;
@@ -111,7 +112,7 @@ BOOST_AUTO_TEST_CASE(hf_tokenizer_json_drives_the_command_and_picks_its_eod) {
   BOOST_TEST(run({"--tokenizer", fixture, "--input", (dir / "d.jsonl").string(), "--text-field",
                   "content", "--eod-token", "<|padding|>", "--dtype", "uint32", "--out",
                   (dir / "out32").string()}) == 0);
-  std::string npy = db::tokenizer::read_text_file((dir / "out32" / "train_000000.npy").string());
+  std::string npy = db::read_text_file((dir / "out32" / "train_000000.npy").string());
   BOOST_TEST(npy.find("'descr': '<u4'") != std::string::npos);
   BOOST_TEST(npy.size() == 128u + 12u);
   BOOST_TEST(static_cast<unsigned char>(npy[128 + 8]) == 1u);
@@ -149,7 +150,7 @@ BOOST_AUTO_TEST_CASE(the_reader_takes_the_dtype_from_the_manifest_and_refuses_a_
                   "olmo", "--dtype", "uint32", "--out", (dir / "out").string()}) == 0);
   // Renamed the way older versions named headerless shards: only the manifest tells the dtype.
   fs::rename(dir / "out" / "train_000000.u32", dir / "out" / "train_000000.npy");
-  std::string manifest = db::tokenizer::read_text_file((dir / "out" / "manifest.ini").string());
+  std::string manifest = db::read_text_file((dir / "out" / "manifest.ini").string());
   manifest.replace(manifest.find("train_000000.u32"), 16, "train_000000.npy");
   write(dir / "out" / "manifest.ini", manifest);
   const std::string shard = (dir / "out" / "train_000000.npy").string();

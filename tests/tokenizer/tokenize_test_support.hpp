@@ -14,6 +14,7 @@
 
 #include "app/commands.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/text_file.hpp"
 
 namespace db::tokenizer::test {
 

@@ -39,11 +39,19 @@ class BlockAttnRes : public AttnResidual<T> {
 }  // namespace
 
 DesignInfo attnres_block_design() {
+  using V = OptionValues;
   return make_design_info<BlockAttnRes>(
-      "attnres_block", "Block Attention Residuals: depth softmax over block sums",
-      {{"attnres_blocks", "8", "number of blocks; S = ceil(2L / attnres_blocks) sublayers each"},
-       {"attnres_block_size", "",
-        "explicit S (sublayers per block); empty = derived from attnres_blocks"}});
+      {.name = "attnres_block",
+       .title = "Block AttnRes",
+       .summary = "Block Attention Residuals: depth softmax over block sums",
+       .options = {{"attnres_blocks", "8",
+                    "number of blocks; S = ceil(2L / attnres_blocks) sublayers each",
+                    V::integer_at_least(1)},
+                   {"attnres_block_size", "",
+                    "explicit S (sublayers per block); empty = derived from attnres_blocks",
+                    V::integer_at_least(1, {"", "null"})}},
+       // The mixed inputs, the sources and their gradients.
+       .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; }});
 }
 
 }  // namespace db

@@ -15,7 +15,11 @@ class FullAttnRes : public AttnResidual<T> {
 
 DesignInfo attnres_full_design() {
   return make_design_info<FullAttnRes>(
-      "attnres_full", "Full Attention Residuals: per-token softmax over all earlier outputs");
+      {.name = "attnres_full",
+       .title = "Full AttnRes",
+       .summary = "Full Attention Residuals: per-token softmax over all earlier outputs",
+       // The mixed inputs, the sources and their gradients.
+       .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; }});
 }
 
 }  // namespace db

@@ -62,11 +62,18 @@ class DeepNorm : public ResidualDesign<T> {
 }  // namespace
 
 DesignInfo deepnorm_design() {
+  using V = OptionValues;
   return make_design_info<DeepNorm>(
-      "deepnorm", "DeepNorm: Post-LN N(α·x + F(x)), β-scaled init",
-      {{"deepnorm_alpha", "auto", "skip weight α; auto = (2L)^(1/4)"},
-       {"deepnorm_beta", "auto", "init scale β of wv, wo, w1, w2, w3; auto = (8L)^(-1/4)"},
-       {"deepnorm_norm", "layernorm", "block post-norms: layernorm (bias-free) | rmsnorm"}});
+      {.name = "deepnorm",
+       .title = "DeepNorm",
+       .summary = "DeepNorm: Post-LN N(α·x + F(x)), β-scaled init",
+       .options = {
+           {"deepnorm_alpha", "auto", "skip weight α; auto = (2L)^(1/4)",
+            V::real_above(0, {"auto", ""})},
+           {"deepnorm_beta", "auto", "init scale β of wv, wo, w1, w2, w3; auto = (8L)^(-1/4)",
+            V::real_above(0, {"auto", ""})},
+           {"deepnorm_norm", "layernorm", "block post-norms: layernorm (bias-free) | rmsnorm",
+            V::one_of({"layernorm", "rmsnorm"})}}});
 }
 
 }  // namespace db

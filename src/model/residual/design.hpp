@@ -10,6 +10,7 @@
 #include "model/backbone.hpp"
 #include "model/model_config.hpp"
 #include "model/parameters.hpp"
+#include "model/residual/design_option.hpp"
 
 namespace db {
 
@@ -45,35 +46,44 @@ class ResidualDesign {
   virtual std::vector<double> partial_sum_weights(const Backbone<T>&) const { return {}; }
 };
 
-// A design-specific config key with its default (spec: "every such choice is a config value").
-struct DesignOption {
-  std::string key;
-  std::string default_value;
-  std::string help;
+// What a design says about itself, beyond its code: the registry entry's description, read by
+// the run config and suites (options and their ranges), `plan` and the memory estimate (state
+// per token), the optimizer (no-decay parameters), `depthbench designs` and the postprocess
+// (display name and order). Fields have defaults so a new design fills only what it has.
+struct DesignDescription {
+  std::string name;     // config value of model.arch, e.g. "attnres_block"
+  std::string title;    // display name in tables and figures, e.g. "Block AttnRes"
+  std::string summary;  // one line
+  std::vector<DesignOption> options;
+  // Parameters without weight decay, by the last component of their name (e.g. "static_alpha"
+  // for blocks.3.attn_hc.static_alpha); each must name at least one declared parameter.
+  std::vector<std::string> no_decay;
+  // Values the design keeps per token and block beyond the backbone's saved tensors (its
+  // streams, sources, depth pools and their gradients), for the memory estimate of `plan` and
+  // of a run's start. Null: none.
+  double (*state_values_per_token_block)(const ModelConfig& config) = nullptr;
 };
 
-struct DesignInfo {
-  std::string name;
-  std::string summary;
-  std::vector<DesignOption> options;
+struct DesignInfo : DesignDescription {
   // Declares the design's extra parameters and adjusts backbone inits (e.g. DeepNorm's β).
   void (*declare)(ParameterLayout& layout, const ModelConfig& config);
   std::unique_ptr<ResidualDesign<float>> (*make_float)(const ModelConfig& config);
   std::unique_ptr<ResidualDesign<double>> (*make_double)(const ModelConfig& config);
   // FLOPs per token a training step adds beyond 6N + 12·L·d·T (e.g. MoDA's depth attention).
   double (*extra_flops_per_token)(const ModelConfig& config, int seq_len);
+
+  double state_values_per_token(const ModelConfig& config) const {
+    return state_values_per_token_block ? state_values_per_token_block(config) : 0.0;
+  }
 };
 
 // Builds the DesignInfo of a design class template D<T> that provides
 // `static void declare(ParameterLayout&, const ModelConfig&)`, a constructor from ModelConfig
 // and optionally `static double extra_flops_per_token(const ModelConfig&, int)`.
 template <template <class> class D>
-DesignInfo make_design_info(std::string name, std::string summary,
-                            std::vector<DesignOption> options = {}) {
+DesignInfo make_design_info(DesignDescription description) {
   DesignInfo info;
-  info.name = std::move(name);
-  info.summary = std::move(summary);
-  info.options = std::move(options);
+  static_cast<DesignDescription&>(info) = std::move(description);
   info.declare = &D<float>::declare;
   info.make_float = [](const ModelConfig& c) -> std::unique_ptr<ResidualDesign<float>> {
     return std::make_unique<D<float>>(c);

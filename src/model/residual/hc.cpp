@@ -53,12 +53,12 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       for (int ffn = 0; ffn < 2; ++ffn) {
         const int k = 2 * b + ffn;
         const std::string s = block_name(b, ffn ? "ffn_hc." : "attn_hc.");
-        // [a_k | A_k] with a_k = e_{k mod n}, A_k = I. Static routing gets no weight decay.
+        // [a_k | A_k] with a_k = e_{k mod n}, A_k = I. No weight decay: hc_design()'s no_decay.
         std::vector<double> alpha(size_t(n) * (n + 1), 0.0);
         for (int r = 0; r < n; ++r) alpha[r * (n + 1) + 1 + r] = 1.0;
         alpha[(k % n) * (n + 1)] = 1.0;
-        layout.add_values(s + "static_alpha", {n, n + 1}, alpha, /*weight_decay=*/false);
-        layout.add_constant(s + "static_beta", {n}, 1.0, /*weight_decay=*/false);
+        layout.add_values(s + "static_alpha", {n, n + 1}, alpha);
+        layout.add_constant(s + "static_beta", {n}, 1.0);
         layout.add_constant(s + "w_alpha", {d, n + 1}, 0.0);
         layout.add_constant(s + "w_beta", {d, 1}, 0.0);
         layout.add_constant(s + "s_alpha", {1}, 0.01);
@@ -255,11 +255,21 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
 
 DesignInfo hc_design() {
   return make_design_info<HyperConnections>(
-      "hc", "Hyper-Connections (dynamic, tanh): n streams mixed per token",
-      {{"hc_streams", "4", "number of residual streams n"},
-       {"hc_readout", "norm_then_sum",
-        "norm_then_sum (authors' code: final norm per stream, then sum) or sum_then_norm (HC "
-        "paper)"}});
+      {.name = "hc",
+       .title = "HC",
+       .summary = "Hyper-Connections (dynamic, tanh): n streams mixed per token",
+       .options = {{"hc_streams", "4", "number of residual streams n",
+                    OptionValues::integer_at_least(1)},
+                   {"hc_readout", "norm_then_sum",
+                    "norm_then_sum (authors' code: final norm per stream, then sum) or "
+                    "sum_then_norm (HC paper)",
+                    OptionValues::one_of({"norm_then_sum", "sum_then_norm"})}},
+       // The static routing [a_k | A_k] and b_k (spec: no weight decay).
+       .no_decay = {"static_alpha", "static_beta"},
+       // The n-stream state and its normalised copy, for both sublayers of a block.
+       .state_values_per_token_block = [](const ModelConfig& c) {
+         return 4.0 * hc_streams(c) * c.d_model;
+       }});
 }
 
 }  // namespace db

@@ -59,8 +59,12 @@ class Keel : public ResidualDesign<T> {
 }  // namespace
 
 DesignInfo keel_design() {
-  return make_design_info<Keel>("keel", "KEEL: Post-LN N_out(α·x + F(N_in(x))), α = 2L",
-                                {{"keel_alpha", "auto", "highway skip weight α; auto = 2L"}});
+  return make_design_info<Keel>(
+      {.name = "keel",
+       .title = "KEEL",
+       .summary = "KEEL: Post-LN N_out(α·x + F(N_in(x))), α = 2L",
+       .options = {{"keel_alpha", "auto", "highway skip weight α; auto = 2L",
+                    OptionValues::real_above(0, {"auto", ""})}}});
 }
 
 }  // namespace db

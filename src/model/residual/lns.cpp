@@ -36,7 +36,10 @@ class Lns : public ResidualDesign<T> {
 }  // namespace
 
 DesignInfo lns_design() {
-  return make_design_info<Lns>("lns", "LayerNorm Scaling: Pre-LN with norm outputs · 1/sqrt(b+1)");
+  return make_design_info<Lns>(
+      {.name = "lns",
+       .title = "LNS",
+       .summary = "LayerNorm Scaling: Pre-LN with norm outputs · 1/sqrt(b+1)"});
 }
 
 }  // namespace db

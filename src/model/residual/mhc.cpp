@@ -53,15 +53,16 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
         const std::string s = block_name(b, ffn ? "ffn_mhc." : "attn_mhc.");
         layout.add_matrix(s + "phi", {n * d, m}, c.init_std);
         // Biases 0 (spec Choice: H_pre ≈ 0.5, H_post ≈ 1, H_res ≈ J/n), or ±8 for
-        // mhc_identity_init: H_pre ≈ e_{k mod n}, H_res ≈ I. No weight decay on biases, gates.
+        // mhc_identity_init: H_pre ≈ e_{k mod n}, H_res ≈ I. No weight decay: mhc_design()'s
+        // no_decay.
         std::vector<double> bias(m, 0.0);
         if (o.identity_init) {
           for (int i = 0; i < n; ++i) bias[i] = i == k % n ? 8.0 : -8.0;
           for (int i = 0; i < n; ++i)
             for (int j = 0; j < n; ++j) bias[2 * n + i * n + j] = i == j ? 8.0 : -8.0;
         }
-        layout.add_values(s + "bias", {m}, bias, /*weight_decay=*/false);
-        layout.add_constant(s + "gates", {3}, 0.01, /*weight_decay=*/false);
+        layout.add_values(s + "bias", {m}, bias);
+        layout.add_constant(s + "gates", {3}, 0.01);
         layout.add_constant(s + "norm", {n * d}, 1.0);
       }
     }
@@ -243,13 +244,26 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
 }  // namespace
 
 DesignInfo mhc_design() {
+  using V = OptionValues;
   return make_design_info<ManifoldHyperConnections>(
-      "mhc", "manifold-constrained Hyper-Connections: Sinkhorn-normalised stream mixing",
-      {{"mhc_streams", "4", "number of residual streams n"},
-       {"mhc_sinkhorn_iters", "20", "Sinkhorn iterations (each a row then a column normalisation)"},
-       {"mhc_sinkhorn_eps", "1e-6", "eps added to the Sinkhorn row and column sums"},
-       {"mhc_identity_init", "false",
-        "init biases ±8 (H_res ≈ I, H_pre ≈ one-hot) instead of 0 (H_res ≈ J/n)"}});
+      {.name = "mhc",
+       .title = "mHC",
+       .summary = "manifold-constrained Hyper-Connections: Sinkhorn-normalised stream mixing",
+       .options = {{"mhc_streams", "4", "number of residual streams n", V::integer_at_least(1)},
+                   {"mhc_sinkhorn_iters", "20",
+                    "Sinkhorn iterations (each a row then a column normalisation)",
+                    V::integer_at_least(0)},
+                   {"mhc_sinkhorn_eps", "1e-6", "eps added to the Sinkhorn row and column sums",
+                    V::real_at_least(0)},
+                   {"mhc_identity_init", "false",
+                    "init biases ±8 (H_res ≈ I, H_pre ≈ one-hot) instead of 0 (H_res ≈ J/n)",
+                    V::boolean()}},
+       // Spec: no weight decay on the biases and gates.
+       .no_decay = {"bias", "gates"},
+       // The n-stream state and its normalised copy, for both sublayers of a block.
+       .state_values_per_token_block = [](const ModelConfig& c) {
+         return 4.0 * mhc_options(c).n * c.d_model;
+       }});
 }
 
 }  // namespace db

@@ -203,9 +203,18 @@ class Moda : public ResidualDesign<T> {
 
 DesignInfo moda_design() {
   return make_design_info<Moda>(
-      "moda", "MoDA: Pre-LN with same-token depth keys/values in the attention softmax",
-      {{"moda_rope_depth_keys", "false", "rotate depth keys with RoPE (default: cached pre-RoPE)"},
-       {"moda_post_norm", "false", "post-norm variant h = N(x + MoDAAttn(x))"}});
+      {.name = "moda",
+       .title = "MoDA",
+       .summary = "MoDA: Pre-LN with same-token depth keys/values in the attention softmax",
+       .options = {{"moda_rope_depth_keys", "false",
+                    "rotate depth keys with RoPE (default: cached pre-RoPE)",
+                    OptionValues::boolean()},
+                   {"moda_post_norm", "false", "post-norm variant h = N(x + MoDAAttn(x))",
+                    OptionValues::boolean()}},
+       // The depth keys and values of every block and their gradients.
+       .state_values_per_token_block = [](const ModelConfig& c) {
+         return 4.0 * c.kv_heads() * c.head_dim();
+       }});
 }
 
 }  // namespace db

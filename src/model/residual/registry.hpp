@@ -1,18 +1,33 @@
-// The named residual designs: a design is one registered entry, found by its name.
+// The named residual designs. Each entry describes itself (design.hpp: DesignDescription);
+// everything above the model asks the entry.
 #pragma once
+#include <deque>
 #include <string>
-#include <vector>
 
 #include "model/residual/design.hpp"
 
 namespace db {
 
-const std::vector<DesignInfo>& all_designs();
+// The ten designs of the paper in its order, then any registered later. A deque, so that
+// references returned by find_design stay valid when a design is registered.
+const std::deque<DesignInfo>& all_designs();
+// Adds a design (e.g. one defined in a test); throws db::Error when the name is taken.
+// Returns true so that a file can register at static initialisation:
+//   const bool registered = register_design(my_design());
+bool register_design(DesignInfo design);
 // Throws db::Error listing the valid names when the name is unknown.
 const DesignInfo& find_design(const std::string& name);
+// The position of the design in the registry (0 for pre_ln): the order of tables and figures.
+int design_order(const std::string& name);
 std::string design_names();  // "pre_ln, sandwich_ln, ..."
 // The design's options with their values (defaults included): "key=value;key=value", empty for
 // designs without options. Recorded in run, weight and checkpoint files.
 std::string design_options_text(const ModelConfig& config);
+// The option of that key of any design, or null.
+const DesignOption* find_design_option(const std::string& key);
+// The design's parameters (its declare) with the weight decay its entry gives: off for the
+// parameters named in no_decay, each of which must exist.
+void declare_design_parameters(const DesignInfo& design, ParameterLayout& layout,
+                               const ModelConfig& config);
 
 }  // namespace db

@@ -38,8 +38,10 @@ class SandwichLn : public ResidualDesign<T> {
 }  // namespace
 
 DesignInfo sandwich_ln_design() {
-  return make_design_info<SandwichLn>("sandwich_ln",
-                                      "Sandwich-LN / Peri-LN: x + N_post(F(N_pre(x))), final norm");
+  return make_design_info<SandwichLn>(
+      {.name = "sandwich_ln",
+       .title = "Sandwich-LN",
+       .summary = "Sandwich-LN / Peri-LN: x + N_post(F(N_pre(x))), final norm"});
 }
 
 }  // namespace db

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace db::tokenizer {
+namespace db {
 
 inline constexpr char32_t kReplacementCharacter = 0xFFFD;
 
@@ -24,4 +24,4 @@ bool is_valid_utf8(std::string_view text);
 // replacement characters inserted.
 size_t repair_utf8(std::string_view text, std::string& out);
 
-}  // namespace db::tokenizer
+}  // namespace db

@@ -1,13 +1,13 @@
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/error.hpp"
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
-namespace db::tokenizer {
+namespace db {
 namespace {
 
 constexpr int kMaxDepth = 512;
@@ -335,4 +335,4 @@ std::string json_quote(std::string_view text) {
   return out + "\"";
 }
 
-}  // namespace db::tokenizer
+}  // namespace db

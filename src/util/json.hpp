@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-namespace db::tokenizer {
+namespace db {
 
 class JsonValue;
 using JsonArray = std::vector<JsonValue>;
@@ -64,4 +64,4 @@ bool try_parse_json(std::string_view text, JsonValue& value, std::string& error)
 // `text` as a JSON string literal, quotes included (for the few files we write as JSON).
 std::string json_quote(std::string_view text);
 
-}  // namespace db::tokenizer
+}  // namespace db

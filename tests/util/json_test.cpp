@@ -1,13 +1,13 @@
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE json reader
-#include "tokenizer/json.hpp"
+#include "util/json.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <string>
 
 #include "core/error.hpp"
 
-using namespace db::tokenizer;
+using namespace db;
 
 BOOST_AUTO_TEST_CASE(objects_arrays_numbers_and_literals_parse_to_their_values) {
   JsonValue v = parse_json(R"( {"a": [1, -2.5e2, 0.125, true, false, null], "b": {"c": "d"}} )");

@@ -1,4 +1,4 @@
-#include "diag/bootstrap.hpp"
+#include "util/bootstrap.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 
-namespace db::diag {
+namespace db {
 
 BootstrapDraws::BootstrapDraws(int64_t units, int resamples, uint64_t seed) {
   DB_REQUIRE(units >= 1, "bootstrap needs at least one unit");
@@ -67,4 +67,4 @@ Interval bootstrap_ratio(const BootstrapDraws& draws, int K, const std::vector<d
   });
 }
 
-}  // namespace db::diag
+}  // namespace db

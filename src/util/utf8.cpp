@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.hpp"
+#include "util/utf8.hpp"
 
-namespace db::tokenizer {
+namespace db {
 
 void append_utf8(std::string& out, char32_t c) {
   if (c < 0x80) {
@@ -125,4 +125,4 @@ size_t repair_utf8(std::string_view text, std::string& out) {
   return replaced;
 }
 
-}  // namespace db::tokenizer
+}  // namespace db

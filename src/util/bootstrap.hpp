@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-namespace db::diag {
+namespace db {
 
 struct Interval {
   std::vector<double> low, high;
@@ -40,4 +40,4 @@ Interval bootstrap_interval(const BootstrapDraws& draws, int K,
 Interval bootstrap_ratio(const BootstrapDraws& draws, int K, const std::vector<double>& numerator,
                          const std::vector<double>& denominator);
 
-}  // namespace db::diag
+}  // namespace db

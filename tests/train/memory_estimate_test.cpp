@@ -1,0 +1,73 @@
+// The memory estimate of `plan` and of a run's start takes each design's state from its
+// registry entry: no design name appears in memory_estimate.cpp, and a design registered later
+// is estimated with its own state.
+#define BOOST_TEST_MODULE memory estimate
+#define BOOST_TEST_DYN_LINK
+#include "train/memory_estimate.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <string>
+
+#include "model/residual/registry.hpp"
+
+using namespace db;
+
+namespace {
+
+RunConfig config_of(const std::string& arch) {
+  RunConfig c;
+  c.model.arch = arch;
+  c.model.n_layer = 3;
+  c.model.d_model = 64;
+  c.model.n_head = 4;
+  c.model.vocab_size = 257;
+  c.recipe.micro_batch_sequences = 2;
+  c.recipe.seq_len = 16;
+  return c;
+}
+
+// Activation bytes beyond the backbone's: 4 bytes per value, per token and block.
+double state_bytes(const RunConfig& c) {
+  RunConfig plain = c;
+  plain.model.arch = "pre_ln";
+  return estimate_memory(c).activations_bytes - estimate_memory(plain).activations_bytes;
+}
+
+double tokens(const RunConfig& c) {
+  return double(c.recipe.micro_batch_sequences) * c.recipe.seq_len;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_design_is_estimated_with_its_registry_entrys_state) {
+  for (const DesignInfo& d : all_designs()) {
+    const RunConfig c = config_of(d.name);
+    const double want = 4.0 * tokens(c) * c.model.n_layer * d.state_values_per_token(c.model);
+    BOOST_TEST(state_bytes(c) == want, d.name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(designs_that_keep_state_declare_a_nonzero_state) {
+  // Streams (HC, mHC), sources (AttnRes) and depth pools (MoDA); the single-stream designs
+  // keep nothing beyond the backbone's tensors.
+  for (const char* arch : {"moda", "hc", "mhc", "attnres_full", "attnres_block"})
+    BOOST_TEST(find_design(arch).state_values_per_token(config_of(arch).model) > 0, arch);
+  for (const char* arch : {"pre_ln", "sandwich_ln", "lns", "deepnorm", "keel"})
+    BOOST_TEST(find_design(arch).state_values_per_token(config_of(arch).model) == 0, arch);
+}
+
+BOOST_AUTO_TEST_CASE(the_state_follows_the_design_options) {
+  RunConfig c = config_of("hc");
+  const double four_streams = state_bytes(c);
+  c.model.design_options["hc_streams"] = "8";
+  BOOST_TEST(state_bytes(c) == 2 * four_streams);
+}
+
+BOOST_AUTO_TEST_CASE(a_design_registered_later_is_estimated_with_its_own_state) {
+  DesignInfo d = find_design("pre_ln");
+  d.name = "test_stateful_pre_ln";
+  d.state_values_per_token_block = [](const ModelConfig& m) { return 3.0 * m.d_model; };
+  register_design(d);
+  const RunConfig c = config_of(d.name);
+  BOOST_TEST(state_bytes(c) == 4.0 * tokens(c) * c.model.n_layer * 3.0 * c.model.d_model);
+}
