@@ -7,3 +7,5 @@ if(TARGET depthbench AND SYSTEM_PYTHON)
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/gpu_train "${MPIRUN}")
   set_tests_properties(gpu.train_on_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu TIMEOUT 600)
 endif()
+# design_kernels_test launches design functors itself: compiled by nvcc (ops/launch.hpp).
+depthbench_device_sources(design_kernels_test ${CMAKE_CURRENT_LIST_DIR}/design_kernels_test.cpp)

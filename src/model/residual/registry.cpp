@@ -16,13 +16,25 @@ DesignInfo mhc_design();
 DesignInfo attnres_full_design();
 DesignInfo attnres_block_design();
 
-const std::vector<DesignInfo>& all_designs() {
-  static const std::vector<DesignInfo> designs = {
+namespace {
+std::vector<DesignInfo>& registry() {
+  static std::vector<DesignInfo> designs = {
       pre_ln_design(),       sandwich_ln_design(),   lns_design(), deepnorm_design(),
       keel_design(),         moda_design(),          hc_design(),  mhc_design(),
       attnres_full_design(), attnres_block_design(),
   };
   return designs;
+}
+}  // namespace
+
+const std::vector<DesignInfo>& all_designs() {
+  return registry();
+}
+
+DesignRegistration::DesignRegistration(DesignInfo info) {
+  for (const DesignInfo& d : registry())
+    if (d.name == info.name) throw Error("design '" + info.name + "' is registered twice");
+  registry().push_back(std::move(info));
 }
 
 std::string design_names() {
