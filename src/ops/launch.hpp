@@ -61,8 +61,9 @@ void for_each_index(MemorySpace space, int64_t count, const F& f) {
 #if defined(__CUDACC__)
   cuda_launch::for_each_index(count, f);
 #else
-  throw Error("for_each_index on device memory from a file not compiled by nvcc (CMake: "
-              "depthbench_device_sources)");
+  throw Error(
+      "for_each_index on device memory from a file not compiled by nvcc (CMake: "
+      "depthbench_device_sources)");
 #endif
 }
 
@@ -90,8 +91,9 @@ void for_each_row_sum(MemorySpace space, int64_t rows, const SumTargets<T>& targ
 #if defined(__CUDACC__)
   cuda_launch::for_each_row_sum(rows, targets, f);
 #else
-  throw Error("for_each_row_sum on device memory from a file not compiled by nvcc (CMake: "
-              "depthbench_device_sources)");
+  throw Error(
+      "for_each_row_sum on device memory from a file not compiled by nvcc (CMake: "
+      "depthbench_device_sources)");
 #endif
 }
 
@@ -104,9 +106,9 @@ struct PointerList {
   static constexpr int capacity = Capacity;
   PointerList() = default;
   explicit PointerList(const std::vector<P>& values) {
-    DB_REQUIRE(int(values.size()) <= Capacity,
-               std::to_string(values.size()) + " pointers exceed the capacity " +
-                   std::to_string(Capacity));
+    DB_REQUIRE(int(values.size()) <= Capacity, std::to_string(values.size()) +
+                                                   " pointers exceed the capacity " +
+                                                   std::to_string(Capacity));
     for (P p : values) at[size++] = p;
   }
   DB_HD P operator[](int i) const { return at[i]; }

@@ -1,6 +1,6 @@
 // The ops that got their CUDA kernels with the CUDA backend (ops/cuda/cuda_ops.cpp): MoDA
-// attention, the deterministic embedding backward and the small copies — each through the CUDA ops object
-// against the CPU ops object on fresh random inputs (fp32 bound of gpu_support.hpp), and the
+// attention, the deterministic embedding backward and the small copies — each through the CUDA ops
+// object against the CPU ops object on fresh random inputs (fp32 bound of gpu_support.hpp), and the
 // reductions twice, bit for bit. Without a GPU each case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_new_ops
 #define BOOST_TEST_DYN_LINK

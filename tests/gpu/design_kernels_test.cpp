@@ -5,8 +5,8 @@
 // prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE design_kernels
 #define BOOST_TEST_DYN_LINK
-#include <boost/test/unit_test.hpp>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -73,17 +73,17 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
     dsrc_gpu.push_back(dsrc[i].gpu());
   }
   depth_softmax_forward(MemorySpace::host, h.cpu(), w.cpu(), rstd.cpu(), src_cpu, query.cpu(),
-                               gain.cpu(), s);
+                        gain.cpu(), s);
   depth_softmax_forward(MemorySpace::cuda, h.gpu(), w.gpu(), rstd.gpu(), src_gpu, query.gpu(),
-                               gain.gpu(), s);
+                        gain.gpu(), s);
   BOOST_TEST(close("depth softmax h", h));
   BOOST_TEST(close("depth softmax weights", w));
   BOOST_TEST(close("depth softmax rstd", rstd));
   const Vec dquery_start = dquery.gpu_values();
-  depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(),
-                                src_cpu, w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
-  depth_softmax_backward(MemorySpace::cuda, dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(),
-                                src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+  depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(), src_cpu,
+                         w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
+  depth_softmax_backward(MemorySpace::cuda, dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
+                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
   for (int i = 0; i < s.sources; ++i)
     BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
   BOOST_TEST(close("dquery (added)", dquery));
@@ -91,8 +91,8 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
   // Again from the same start: the same bits.
   const Vec first = dquery.gpu_values();
   dquery.device.upload(dquery_start);
-  depth_softmax_backward(MemorySpace::cuda, dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(),
-                                src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+  depth_softmax_backward(MemorySpace::cuda, dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
+                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
   BOOST_TEST((dquery.gpu_values() == first));
 }
 
@@ -117,10 +117,10 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
   combine_streams(MemorySpace::host, combined.cpu(), H.cpu(), weights.cpu(), stride, rows, n, d);
   combine_streams(MemorySpace::cuda, combined.gpu(), H.gpu(), weights.gpu(), stride, rows, n, d);
   BOOST_TEST(close("combine_streams", combined));
-  combine_streams_backward(MemorySpace::host, dweights.cpu(), dH.cpu(), x.cpu(), H.cpu(), weights.cpu(), stride,
-                                  rows, n, d);
-  combine_streams_backward(MemorySpace::cuda, dweights.gpu(), dH.gpu(), x.gpu(), H.gpu(), weights.gpu(), stride,
-                                  rows, n, d);
+  combine_streams_backward(MemorySpace::host, dweights.cpu(), dH.cpu(), x.cpu(), H.cpu(),
+                           weights.cpu(), stride, rows, n, d);
+  combine_streams_backward(MemorySpace::cuda, dweights.gpu(), dH.gpu(), x.gpu(), H.gpu(),
+                           weights.gpu(), stride, rows, n, d);
   BOOST_TEST(close("combine_streams dweights", dweights));
   BOOST_TEST(close("combine_streams dH (added)", dH));
   // The HC map (α [rows, n, n+1]) and the mHC map (H_res [rows, n, n]).
@@ -129,13 +129,15 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
     Pair post(b.random(rows * n)), mix(b.random(rows * map.row)), mixed(zeros(state));
     Pair dy(zeros(single)), dpost(zeros(rows * n)), dmix(b.random(rows * map.row)),
         dHm(zeros(state));
-    mix_streams(MemorySpace::host, mixed.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
-    mix_streams(MemorySpace::cuda, mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
+    mix_streams(MemorySpace::host, mixed.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows,
+                n, d);
+    mix_streams(MemorySpace::cuda, mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows,
+                n, d);
     BOOST_TEST(close("mix_streams", mixed));
-    mix_streams_backward(MemorySpace::host, dy.cpu(), dpost.cpu(), dmix.cpu(), dHm.cpu(), g.cpu(), H.cpu(),
-                                y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
-    mix_streams_backward(MemorySpace::cuda, dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(), g.gpu(), H.gpu(),
-                                y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
+    mix_streams_backward(MemorySpace::host, dy.cpu(), dpost.cpu(), dmix.cpu(), dHm.cpu(), g.cpu(),
+                         H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
+    mix_streams_backward(MemorySpace::cuda, dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(), g.gpu(),
+                         H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
     BOOST_TEST(close("mix_streams dy", dy));
     BOOST_TEST(close("mix_streams dpost", dpost));
     BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));

@@ -84,8 +84,9 @@ class GatedResidual : public ResidualDesign<T> {
           else
             net.attention_forward(p, u_.data(), y_[k].data());
           net.observe_sublayer(k, u_.data(), y_[k].data());
-          for_each_index(net.ops().space(), rows * d,
-                         GatedAdd<T>{x_.data(), net.value(gate(net, p, ffn)), y_[k].data(), int(d)});
+          for_each_index(
+              net.ops().space(), rows * d,
+              GatedAdd<T>{x_.data(), net.value(gate(net, p, ffn)), y_[k].data(), int(d)});
         }
       net.observe_depth_state(p + 1, x_.data());
     }
@@ -105,9 +106,9 @@ class GatedResidual : public ResidualDesign<T> {
         const int k = 2 * p + ffn, g = gate(net, p, ffn);
         SumTargets<T> dgate;
         dgate.add(net.grad(g), int(d));
-        for_each_row_sum(net.ops().space(), rows, dgate,
-                         GatedAddBackward<T>{dy_.data(), dx_.data(), net.value(g), y_[k].data(),
-                                             int(d)});
+        for_each_row_sum(
+            net.ops().space(), rows, dgate,
+            GatedAddBackward<T>{dy_.data(), dx_.data(), net.value(g), y_[k].data(), int(d)});
         if (ffn)
           net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
         else

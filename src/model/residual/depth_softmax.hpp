@@ -146,11 +146,11 @@ void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, 
                             const DepthMixShape& s) {
   SumTargets<T> targets;
   targets.add(dquery, s.d).add(dkey_gain, s.d);
-  for_each_row_sum(space, s.rows, targets,
-                   depth_softmax_kernels::Backward<T>{
-                       PointerList<T*, kMaxDepthSources>(dsources),
-                       PointerList<const T*, kMaxDepthSources>(sources), dh, weights, rstd, query,
-                       key_gain, s.d, s.sources});
+  for_each_row_sum(
+      space, s.rows, targets,
+      depth_softmax_kernels::Backward<T>{PointerList<T*, kMaxDepthSources>(dsources),
+                                         PointerList<const T*, kMaxDepthSources>(sources), dh,
+                                         weights, rstd, query, key_gain, s.d, s.sources});
 }
 
 }  // namespace db

@@ -220,7 +220,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
     net.observe_sublayer(k, c.u.data(), c.y.data());
     // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
     mix_streams(ops.space(), state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
-                    c.alpha.data(), alpha_map(), rows, n, d);
+                c.alpha.data(), alpha_map(), rows, n, d);
   }
 
   // dstate_ holds ∂/∂H' on entry and ∂/∂H on exit.
@@ -236,15 +236,16 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
     dy_.resize(rows * d);
     dx_.resize(rows * d);
     dH_.resize(R * d);
-    mix_streams_backward(ops.space(), dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(), dstate_.data(),
-                             H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(), rows, n, d);
+    mix_streams_backward(ops.space(), dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(),
+                         dstate_.data(), H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(),
+                         rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
     else
       net.attention_backward(p, dy_.data(), c.u.data());
     net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
-    combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(), n1,
-                                 rows, n, d);
+    combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(),
+                             n1, rows, n, d);
     // α = static + s_α·tanh(z_α): static, scale and pre-activation gradients.
     dza_.resize(R * n1);
     dzb_.resize(R);
@@ -253,10 +254,10 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
         .add(net.grad(id.static_beta), n)
         .add(net.grad(id.s_alpha), 1)
         .add(net.grad(id.s_beta), 1);
-    for_each_row_sum(ops.space(), rows, targets,
-                     HcCoefficientGrads<T>{dza_.data(), dzb_.data(), dalpha_.data(), dbeta_.data(),
-                                           c.ta.data(), c.tb.data(), net.value(id.s_alpha),
-                                           net.value(id.s_beta), n});
+    for_each_row_sum(
+        ops.space(), rows, targets,
+        HcCoefficientGrads<T>{dza_.data(), dzb_.data(), dalpha_.data(), dbeta_.data(), c.ta.data(),
+                              c.tb.data(), net.value(id.s_alpha), net.value(id.s_beta), n});
     // z = Hn·W: dHn = dz·Wᵀ, dW += Hnᵀ·dz; then the per-stream norm back into dH.
     Buffer<T>& dhn = c.hn;  // Hn is last needed below, so compute dW first
     ops.gemm(true, false, d, n1, int(R), T(1), c.hn.data(), d, dza_.data(), n1, T(1),

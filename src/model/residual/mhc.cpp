@@ -9,8 +9,8 @@
 
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
-#include "model/residual/stream.hpp"
 #include "model/residual/sinkhorn.hpp"
+#include "model/residual/stream.hpp"
 #include "model/residual/stream_kernels.hpp"
 #include "model/residual/stream_mixing.hpp"
 #include "model/residual/stream_readout.hpp"
@@ -56,7 +56,8 @@ struct MhcCoefficients {
       pre[r * n + s] = sigmoid(T(gates[0] * zr[s] + bias[s]));
       post[r * n + s] = T(2) * sigmoid(T(gates[1] * zr[n + s] + bias[n + s]));
     }
-    for (int e = 0; e < nn; ++e) res_logits[r * nn + e] = gates[2] * zr[2 * n + e] + bias[2 * n + e];
+    for (int e = 0; e < nn; ++e)
+      res_logits[r * nn + e] = gates[2] * zr[2 * n + e] + bias[2 * n + e];
   }
 };
 
@@ -224,8 +225,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
       net.attention_forward(p, c.u.data(), c.y.data());
     net.observe_sublayer(k, c.u.data(), c.y.data());
     // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y.
-    mix_streams(ops.space(), state_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(), rows, n,
-                    d);
+    mix_streams(ops.space(), state_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
+                rows, n, d);
   }
 
   // dstate_ holds ∂/∂X' on entry and ∂/∂X on exit.
@@ -242,26 +243,27 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     dy_.resize(rows * d);
     dx_.resize(rows * d);
     dX_.resize(rows * nd);
-    mix_streams_backward(ops.space(), dy_.data(), dpost_.data(), dres_.data(), dX_.data(), dstate_.data(), X,
-                             c.y.data(), c.post.data(), c.res.data(), res_map(), rows, n, d);
+    mix_streams_backward(ops.space(), dy_.data(), dpost_.data(), dres_.data(), dX_.data(),
+                         dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
+                         rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
     else
       net.attention_backward(p, dy_.data(), c.u.data());
     net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
-    combine_streams_backward(ops.space(), dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1, rows, n,
-                                 d);
+    combine_streams_backward(ops.space(), dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1,
+                             rows, n, d);
     // Coefficient logits → gates, biases and z.
     dres_logits_.resize(rows * nn);
     dz_.resize(rows * m);
     sinkhorn_backward(ops.space(), dres_logits_.data(), dres_.data(), c.res_logits.data(),
-                          sinkhorn_shape(rows));
+                      sinkhorn_shape(rows));
     SumTargets<T> targets;
     targets.add(net.grad(id.gates), 3).add(net.grad(id.bias), m);
-    for_each_row_sum(ops.space(), rows, targets,
-                     MhcCoefficientGrads<T>{dz_.data(), dpre_.data(), dpost_.data(),
-                                            dres_logits_.data(), c.z.data(), c.pre.data(),
-                                            c.post.data(), net.value(id.gates), n});
+    for_each_row_sum(
+        ops.space(), rows, targets,
+        MhcCoefficientGrads<T>{dz_.data(), dpre_.data(), dpost_.data(), dres_logits_.data(),
+                               c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
     // z = v·φ: dφ += vᵀ·dz, dv = dz·φᵀ (into v, last needed here), then the n·d-wide norm.
     ops.gemm(true, false, nd, m, int(rows), T(1), c.v.data(), nd, dz_.data(), m, T(1),
              net.grad(id.phi), m);

@@ -154,7 +154,8 @@ struct SinkhornBackward {
 template <class T>
 void sinkhorn_forward(MemorySpace space, T* out, const T* logits, const SinkhornShape& s) {
   DB_REQUIRE(s.n >= 1 && s.n <= kMaxSinkhornN, "Sinkhorn: n must be in [1, 16]");
-  for_each_index(space, s.count, sinkhorn_rows::SinkhornForward<T>{out, logits, s.n, s.iters, s.eps});
+  for_each_index(space, s.count,
+                 sinkhorn_rows::SinkhornForward<T>{out, logits, s.n, s.iters, s.eps});
 }
 
 // dlogits (overwritten) from dout.

@@ -175,7 +175,8 @@ void combine_streams(MemorySpace space, T* x, const T* H, const T* weights, int 
   for_each_index(space, rows * d, stream_kernels::Combine<T>{x, H, weights, stride, n, d});
 }
 
-// Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] += w_rs·dx[r].
+// Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] +=
+// w_rs·dx[r].
 template <class T>
 void combine_streams_backward(MemorySpace space, T* dweights, T* dH, const T* dx, const T* H,
                               const T* weights, int stride, int64_t rows, int n, int d) {
@@ -197,7 +198,8 @@ template <class T>
 void mix_streams_backward(MemorySpace space, T* dy, T* dpost, T* dmix, T* dH, const T* g,
                           const T* H, const T* y, const T* post, const T* mix, StreamMapLayout map,
                           int64_t rows, int n, int d) {
-  for_each_index(space, rows * d, stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
+  for_each_index(space, rows * d,
+                 stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
   for_each_index(space, rows * n,
                  stream_kernels::MixCoefficientGrads<T>{dpost, dmix, g, H, y, map, n, d});
 }

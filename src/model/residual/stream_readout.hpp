@@ -27,7 +27,7 @@ void stream_readout_forward(Backbone<T>& net, StreamReadout mode, const T* state
   }
   Buffer<T> reduced(size_t(rows) * d);
   sum_streams(net.ops().space(), reduced.data(), state,
-                        T(mode == StreamReadout::mean_then_norm ? 1.0 / n : 1.0), rows, n, d);
+              T(mode == StreamReadout::mean_then_norm ? 1.0 / n : 1.0), rows, n, d);
   net.rmsnorm_forward(gain, reduced.data(), features, cache, rows, d);
 }
 

@@ -57,8 +57,7 @@ __global__ void chunk_sums_kernel(int64_t rows, int width, double* partials, F f
 
 // One thread per column: the chunks in order (as the host loop), then one add into the target.
 template <class T>
-__global__ void add_partials_kernel(SumTargets<T> targets, const double* partials,
-                                    int64_t chunks) {
+__global__ void add_partials_kernel(SumTargets<T> targets, const double* partials, int64_t chunks) {
   const int width = targets.width();
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= width) return;
