@@ -67,6 +67,27 @@ void for_each_index(MemorySpace space, int64_t count, const F& f) {
 #endif
 }
 
+// f(r, e) for every row r < rows and value e < width: on the host a parallel loop over rows with
+// the values of a row in an inner loop (which the compiler can vectorise), on a GPU one thread
+// per value.
+template <class F>
+struct RowElement {
+  F f;
+  int width;
+  DB_HD void operator()(int64_t i) const { f(i / width, int(i % width)); }
+};
+template <class F>
+void for_each_row_element(MemorySpace space, int64_t rows, int width, const F& f) {
+  if (rows <= 0 || width <= 0) return;
+  if (space == MemorySpace::host) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int e = 0; e < width; ++e) f(r, e);
+    return;
+  }
+  for_each_index(space, rows * width, RowElement<F>{f, width});
+}
+
 // Per row with a reduction: f(r, sums) computes row r's own outputs and adds its contributions
 // to the targets into sums[0 .. targets.width()) (doubles). Rows are cut into chunks of
 // kRowsPerChunk, each chunk sums into its own row of partials, and the partials are added in

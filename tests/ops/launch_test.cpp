@@ -20,6 +20,12 @@ struct CountVisits {
   DB_HD void operator()(int64_t i) const { visits[i] += 1; }
 };
 
+struct MarkRowElement {
+  int* seen;
+  int width;
+  DB_HD void operator()(int64_t r, int e) const { seen[r * width + e] += int(r) * 100 + e; }
+};
+
 // Row r contributes sin(r·(c+1)) to column c and writes its own output.
 struct RowContributions {
   double* own;
@@ -48,6 +54,14 @@ BOOST_AUTO_TEST_CASE(for_each_index_visits_every_index_once) {
   std::vector<int> visits(1000, 0);
   for_each_index(MemorySpace::host, 1000, CountVisits{visits.data()});
   for (int v : visits) BOOST_TEST(v == 1);
+}
+
+BOOST_AUTO_TEST_CASE(for_each_row_element_visits_every_row_and_value_once) {
+  const int rows = 7, width = 13;
+  std::vector<int> seen(rows * width, 0);
+  for_each_row_element(MemorySpace::host, rows, width, MarkRowElement{seen.data(), width});
+  for (int r = 0; r < rows; ++r)
+    for (int e = 0; e < width; ++e) BOOST_TEST(seen[r * width + e] == r * 100 + e);
 }
 
 BOOST_AUTO_TEST_CASE(row_sums_are_added_to_each_target_and_do_not_depend_on_threads) {

@@ -36,10 +36,7 @@ struct Broadcast {
   T* state;
   const T* x;
   int n, d;
-  DB_HD void operator()(int64_t i) const {
-    const int64_t r = i / (int64_t(n) * d);
-    state[i] = x[r * d + i % d];
-  }
+  DB_HD void operator()(int64_t rs, int e) const { state[rs * d + e] = x[(rs / n) * d + e]; }
 };
 
 // out[r, e] = scale·Σ_s state[r, s, e].
@@ -49,12 +46,10 @@ struct Sum {
   const T* state;
   T scale;
   int n, d;
-  DB_HD void operator()(int64_t i) const {
-    const int64_t r = i / d;
-    const int e = int(i % d);
+  DB_HD void operator()(int64_t r, int e) const {
     T sum = T(0);
     for (int s = 0; s < n; ++s) sum += state[(r * n + s) * d + e];
-    out[i] = scale == T(1) ? sum : T(sum * scale);
+    out[r * d + e] = scale == T(1) ? sum : T(sum * scale);
   }
 };
 
@@ -64,12 +59,10 @@ struct Combine {
   T* x;
   const T *H, *weights;
   int stride, n, d;
-  DB_HD void operator()(int64_t i) const {
-    const int64_t r = i / d;
-    const int e = int(i % d);
+  DB_HD void operator()(int64_t r, int e) const {
     T sum = T(0);
     for (int s = 0; s < n; ++s) sum += weights[(r * n + s) * stride] * H[(r * n + s) * d + e];
-    x[i] = sum;
+    x[r * d + e] = sum;
   }
 };
 
@@ -90,9 +83,8 @@ struct CombineInputGrad {
   T* dH;
   const T *dx, *weights;
   int stride, n, d;
-  DB_HD void operator()(int64_t i) const {
-    const int64_t rs = i / d, r = rs / n;
-    dH[i] += weights[rs * stride] * dx[r * d + i % d];
+  DB_HD void operator()(int64_t rs, int e) const {
+    dH[rs * d + e] += weights[rs * stride] * dx[(rs / n) * d + e];
   }
 };
 
@@ -103,12 +95,12 @@ struct Mix {
   const T *H, *y, *post, *mix;
   StreamMapLayout map;
   int n, d;
-  DB_HD void operator()(int64_t idx) const {
-    const int64_t ri = idx / d, r = ri / n;
-    const int i = int(ri % n), e = int(idx % d);
+  DB_HD void operator()(int64_t ri, int e) const {
+    const int64_t r = ri / n;
+    const int i = int(ri % n);
     T value = post[ri] * y[r * d + e];
     for (int j = 0; j < n; ++j) value += mix[map.at(r, i, j)] * H[(r * n + j) * d + e];
-    out[idx] = value;
+    out[ri * d + e] = value;
   }
 };
 
@@ -120,13 +112,11 @@ struct MixValueGrads {
   const T *g, *post, *mix;
   StreamMapLayout map;
   int n, d;
-  DB_HD void operator()(int64_t idx) const {
-    const int64_t r = idx / d;
-    const int e = int(idx % d);
+  DB_HD void operator()(int64_t r, int e) const {
     const T* gr = g + r * n * d;
     T sum = T(0);
     for (int i = 0; i < n; ++i) sum += post[r * n + i] * gr[i * d + e];
-    dy[idx] = sum;
+    dy[r * d + e] = sum;
     for (int j = 0; j < n; ++j) {
       T dh = T(0);
       for (int i = 0; i < n; ++i) dh += mix[map.at(r, i, j)] * gr[i * d + e];
@@ -159,20 +149,20 @@ struct MixCoefficientGrads {
 // state[r, s] = x[r] for every stream s.
 template <class T>
 void broadcast_streams(MemorySpace space, T* state, const T* x, int64_t rows, int n, int d) {
-  for_each_index(space, rows * n * d, stream_kernels::Broadcast<T>{state, x, n, d});
+  for_each_row_element(space, rows * n, d, stream_kernels::Broadcast<T>{state, x, n, d});
 }
 
 // out[r] = scale·Σ_s state[r, s] (overwritten).
 template <class T>
 void sum_streams(MemorySpace space, T* out, const T* state, T scale, int64_t rows, int n, int d) {
-  for_each_index(space, rows * d, stream_kernels::Sum<T>{out, state, scale, n, d});
+  for_each_row_element(space, rows, d, stream_kernels::Sum<T>{out, state, scale, n, d});
 }
 
 // x[r] = Σ_s w_rs·H[r, s], w_rs = weights[(r·n + s)·stride] (overwritten).
 template <class T>
 void combine_streams(MemorySpace space, T* x, const T* H, const T* weights, int stride,
                      int64_t rows, int n, int d) {
-  for_each_index(space, rows * d, stream_kernels::Combine<T>{x, H, weights, stride, n, d});
+  for_each_row_element(space, rows, d, stream_kernels::Combine<T>{x, H, weights, stride, n, d});
 }
 
 // Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] +=
@@ -182,15 +172,15 @@ void combine_streams_backward(MemorySpace space, T* dweights, T* dH, const T* dx
                               const T* weights, int stride, int64_t rows, int n, int d) {
   for_each_index(space, rows * n,
                  stream_kernels::CombineWeightGrad<T>{dweights, dx, H, stride, n, d});
-  for_each_index(space, rows * n * d,
-                 stream_kernels::CombineInputGrad<T>{dH, dx, weights, stride, n, d});
+  for_each_row_element(space, rows * n, d,
+                       stream_kernels::CombineInputGrad<T>{dH, dx, weights, stride, n, d});
 }
 
 // out[r, i] = post[r·n + i]·y[r] + Σ_j M(r, i, j)·H[r, j] (overwritten).
 template <class T>
 void mix_streams(MemorySpace space, T* out, const T* H, const T* y, const T* post, const T* mix,
                  StreamMapLayout map, int64_t rows, int n, int d) {
-  for_each_index(space, rows * n * d, stream_kernels::Mix<T>{out, H, y, post, mix, map, n, d});
+  for_each_row_element(space, rows * n, d, stream_kernels::Mix<T>{out, H, y, post, mix, map, n, d});
 }
 
 // Its backward from g = ∂/∂out: dy, dpost, the map entries of dmix and dH, all overwritten.
@@ -198,8 +188,8 @@ template <class T>
 void mix_streams_backward(MemorySpace space, T* dy, T* dpost, T* dmix, T* dH, const T* g,
                           const T* H, const T* y, const T* post, const T* mix, StreamMapLayout map,
                           int64_t rows, int n, int d) {
-  for_each_index(space, rows * d,
-                 stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
+  for_each_row_element(space, rows, d,
+                       stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
   for_each_index(space, rows * n,
                  stream_kernels::MixCoefficientGrads<T>{dpost, dmix, g, H, y, map, n, d});
 }
