@@ -5,8 +5,10 @@
 // by `width` (or d) values. "Overwritten" and "added" say whether an output is assigned or
 // accumulated; parameter gradients are always added.
 //
-// Row and token math that a backend loops over lives in __host__ __device__ functions under
-// ops/rows/, shared by the CPU loops and the CUDA kernels.
+// The interface holds primitives only (products, attention, norms, RoPE, embedding, LM head and
+// loss, element-wise ops). A design's own arithmetic (HC/mHC stream mixing and coefficients,
+// Sinkhorn, the AttnRes depth softmax) is not here: it lives with the design as __host__
+// __device__ functors run by the generic launchers of ops/launch.hpp on every backend.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,15 +17,6 @@
 #include "ops/shapes.hpp"
 
 namespace db {
-
-// Where the coefficients of a per-token n×n stream map sit (stream_mix): M(r, i, j) — the
-// weight of input stream j in output stream i of token r — is mix[r·row + i·out + j·in + offset].
-// HC (§7): mix = α [rows, n, n+1], M(r,i,j) = α[r, j, 1+i]: {row n(n+1), out 1, in n+1, offset 1}.
-// mHC (§8): mix = H_res [rows, n, n], M(r,i,j) = H_res[r, i, j]: {row n², out n, in 1, offset 0}.
-struct StreamMapLayout {
-  int64_t row;
-  int out, in, offset;
-};
 
 template <class T>
 class Ops {
@@ -98,67 +91,6 @@ class Ops {
   // dst rows of `width` values from src rows: dst[r·dst_stride + j] = src[r·src_stride + j].
   virtual void copy_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows,
                          int width) = 0;
-
-  // --- the n-stream state [rows, n, d] of HC (§7) and mHC (§8) --------------------------------
-  // state[r, s] = x[r] for every stream s.
-  virtual void broadcast_streams(T* state, const T* x, int64_t rows, int n, int d) = 0;
-  // out[r] = scale·Σ_s state[r, s] (overwritten).
-  virtual void sum_streams(T* out, const T* state, T scale, int64_t rows, int n, int d) = 0;
-  // x[r] = Σ_s w_rs·H[r, s], w_rs = weights[(r·n + s)·stride] (overwritten).
-  virtual void combine_streams(T* x, const T* H, const T* weights, int stride, int64_t rows, int n,
-                               int d) = 0;
-  // Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten),
-  // dH[r, s] += w_rs·dx[r].
-  virtual void combine_streams_backward(T* dweights, T* dH, const T* dx, const T* H,
-                                        const T* weights, int stride, int64_t rows, int n,
-                                        int d) = 0;
-  // out[r, i] = post[r·n + i]·y[r] + Σ_j M(r, i, j)·H[r, j] (overwritten).
-  virtual void mix_streams(T* out, const T* H, const T* y, const T* post, const T* mix,
-                           StreamMapLayout map, int64_t rows, int n, int d) = 0;
-  // Its backward from g = ∂/∂out: dy[r] = Σ_i post_ri·g[r, i], dpost[r·n + i] = ⟨g[r, i], y[r]⟩,
-  // dmix at M(r, i, j)'s place = ⟨g[r, i], H[r, j]⟩, dH[r, j] = Σ_i M(r, i, j)·g[r, i] (all
-  // overwritten; dmix entries that are not map coefficients are left alone).
-  virtual void mix_streams_backward(T* dy, T* dpost, T* dmix, T* dH, const T* g, const T* H,
-                                    const T* y, const T* post, const T* mix, StreamMapLayout map,
-                                    int64_t rows, int n, int d) = 0;
-
-  // --- HC coefficients (§7) -------------------------------------------------------------------
-  // In: ta [rows·n, n+1], tb [rows·n] pre-activations Hn·W, replaced by their tanh; out:
-  // α = static_alpha + s_α·tanh(ta), β = static_beta + s_β·tanh(tb) (s_α, s_β: one value each).
-  virtual void hc_coefficients(T* alpha, T* beta, T* ta, T* tb, const T* static_alpha,
-                               const T* static_beta, const T* s_alpha, const T* s_beta,
-                               int64_t rows, int n) = 0;
-  // From dα, dβ: dza, dzb (overwritten; pre-activation gradients) and the added gradients of
-  // static_alpha [n, n+1], static_beta [n], s_α, s_β (sums over rows in a fixed order).
-  virtual void hc_coefficients_backward(T* dza, T* dzb, T* dstatic_alpha, T* dstatic_beta,
-                                        T* ds_alpha, T* ds_beta, const T* dalpha, const T* dbeta,
-                                        const T* ta, const T* tb, const T* s_alpha, const T* s_beta,
-                                        int64_t rows, int n) = 0;
-
-  // --- mHC coefficients (§8) ------------------------------------------------------------------
-  // z [rows, n²+2n] = v·φ: pre = σ(g0·z_pre + b_pre), post = 2σ(g1·z_post + b_post),
-  // res_logits = g2·z_res + b_res (gates: 3 values, bias: n²+2n).
-  virtual void mhc_coefficients(T* pre, T* post, T* res_logits, const T* z, const T* gates,
-                                const T* bias, int64_t rows, int n) = 0;
-  // dz overwritten; dgates, dbias added (sums over rows in a fixed order).
-  virtual void mhc_coefficients_backward(T* dz, T* dgates, T* dbias, const T* dpre, const T* dpost,
-                                         const T* dres_logits, const T* z, const T* pre,
-                                         const T* post, const T* gates, int64_t rows, int n) = 0;
-  // Sinkhorn normalisation of each token's n×n matrix (§8); dlogits overwritten.
-  virtual void sinkhorn_forward(T* out, const T* logits, const SinkhornShape& s) = 0;
-  virtual void sinkhorn_backward(T* dlogits, const T* dout, const T* logits,
-                                 const SinkhornShape& s) = 0;
-
-  // --- AttnRes depth softmax (§9, §10) --------------------------------------------------------
-  // sources: a host array of `s.sources` pointers, each [rows, d] in the backend's space.
-  // h = Σ_i softmax_i(query·RMSNorm(v_i; key_gain))·v_i; weights, rstd [rows, sources] kept.
-  virtual void depth_softmax_forward(T* h, T* weights, T* rstd, const T* const* sources,
-                                     const T* query, const T* key_gain, const DepthMixShape& s) = 0;
-  // dsources (host array of pointers) added; dquery, dkey_gain added.
-  virtual void depth_softmax_backward(T* const* dsources, T* dquery, T* dkey_gain, const T* dh,
-                                      const T* const* sources, const T* weights, const T* rstd,
-                                      const T* query, const T* key_gain,
-                                      const DepthMixShape& s) = 0;
 };
 
 }  // namespace db

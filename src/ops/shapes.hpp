@@ -22,18 +22,4 @@ struct ModaShape {
                      // g lies at ((n·depth_stride + m)·kv_heads + g)·head_dim
 };
 
-struct SinkhornShape {
-  int64_t count;  // number of n×n matrices (one per token)
-  int n;
-  int iters;
-  double eps;
-};
-
-struct DepthMixShape {
-  int64_t rows;
-  int d;
-  int sources;  // m
-  double eps;
-};
-
 }  // namespace db

@@ -19,7 +19,6 @@
 #include "ops/cuda/gemm.hpp"
 #include "ops/cuda/rmsnorm.hpp"
 #include "ops/cuda/rope.hpp"
-#include "ops/cuda/sinkhorn.hpp"
 #include "ops/cuda/swiglu.hpp"
 #include "train/adamw.hpp"
 
@@ -261,72 +260,4 @@ BOOST_AUTO_TEST_CASE(adamw_and_global_norm_match_cpu) {
     BOOST_TEST(
         within("adamw bf16 copy", relative_error(to_host(values_bf16_d), values), kBf16Tolerance));
   }
-}
-
-namespace {
-// Double-precision Sinkhorn of one token (spec §8), the reference for the kernel.
-std::vector<double> sinkhorn_reference(const std::vector<double>& l, int n, int iterations,
-                                       double eps) {
-  std::vector<double> M(n * n);
-  for (int i = 0; i < n; ++i) {
-    double row_max = l[i * n];
-    for (int j = 1; j < n; ++j) row_max = std::max(row_max, l[i * n + j]);
-    for (int j = 0; j < n; ++j) M[i * n + j] = std::exp(l[i * n + j] - row_max);
-  }
-  for (int it = 0; it < iterations; ++it) {
-    for (int i = 0; i < n; ++i) {
-      double s = 0;
-      for (int j = 0; j < n; ++j) s += M[i * n + j];
-      for (int j = 0; j < n; ++j) M[i * n + j] /= s + eps;
-    }
-    for (int j = 0; j < n; ++j) {
-      double s = 0;
-      for (int i = 0; i < n; ++i) s += M[i * n + j];
-      for (int i = 0; i < n; ++i) M[i * n + j] /= s + eps;
-    }
-  }
-  return M;
-}
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(sinkhorn_matches_reference_and_finite_differences) {
-  DB_REQUIRE_GPU();
-  for (int n : {2, 4, 8}) {
-    const int64_t N = 16;
-    const int nn = n * n, iterations = 20;
-    const double eps = 1e-6;
-    const Vec logits = random_floats(N * nn, 70, 2.0), G = random_floats(N * nn, 71);
-    cuda::DeviceBuffer<float> logits_d, G_d, out_d(N * nn), dl_d(N * nn);
-    logits_d.upload(logits);
-    G_d.upload(G);
-    cuda::sinkhorn_forward(out_d.data(), logits_d.data(), N, n, iterations, float(eps));
-    cuda::sinkhorn_backward(dl_d.data(), G_d.data(), logits_d.data(), N, n, iterations, float(eps));
-    Vec out(N * nn), dl(N * nn);
-    for (int64_t t = 0; t < N; ++t) {
-      std::vector<double> l(logits.begin() + t * nn, logits.begin() + (t + 1) * nn);
-      const auto M = sinkhorn_reference(l, n, iterations, eps);
-      for (int i = 0; i < nn; ++i) out[t * nn + i] = float(M[i]);
-      for (int i = 0; i < nn; ++i) {  // d(Σ G⊙S)/dl by central differences
-        const double h = 1e-5, saved = l[i];
-        double f[2];
-        for (int side = 0; side < 2; ++side) {
-          l[i] = saved + (side ? -h : h);
-          const auto S = sinkhorn_reference(l, n, iterations, eps);
-          f[side] = 0;
-          for (int k = 0; k < nn; ++k) f[side] += double(G[t * nn + k]) * S[k];
-        }
-        l[i] = saved;
-        dl[t * nn + i] = float((f[0] - f[1]) / (2 * h));
-      }
-    }
-    std::printf(" sinkhorn n=%d\n", n);
-    BOOST_TEST(within("forward", relative_error(out_d.download(), out), 1e-5));
-    BOOST_TEST(within("backward vs finite differences", relative_error(dl_d.download(), dl), 1e-4));
-  }
-  // mHC init (spec §8): zero logits give the uniform doubly stochastic J/n.
-  const int n = 4;
-  cuda::DeviceBuffer<float> zeros(n * n), out(n * n);
-  zeros.zero();
-  cuda::sinkhorn_forward(out.data(), zeros.data(), 1, n);
-  for (float x : out.download()) BOOST_TEST(std::fabs(x - 0.25f) < 1e-5f);
 }

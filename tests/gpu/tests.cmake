@@ -15,3 +15,5 @@ add_test(NAME gpu.bundle_in_bare_root
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bundle_chroot.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
                  ${PROJECT_BINARY_DIR}/test-work/bundle_in_bare_root)
 set_tests_properties(gpu.bundle_in_bare_root PROPERTIES LABELS "bundle;slow" SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE)
+# design_kernels_test launches design functors itself: compiled by nvcc (ops/launch.hpp).
+depthbench_device_sources(design_kernels_test ${CMAKE_CURRENT_LIST_DIR}/design_kernels_test.cpp)

@@ -1,16 +1,14 @@
-// The Sinkhorn row functions (ops/rows/sinkhorn_rows.hpp) have two ways to reach the forward
-// iterates in the backward: the CPU keeps a trace, the CUDA kernel recomputes each iterate from
-// the logits. This test runs the GPU's path on the CPU: both must give the same bits, ties of
+// The Sinkhorn row functions (model/residual/sinkhorn.hpp) have two ways to reach the forward
+// iterates in the backward: the host loop keeps a trace, the CUDA kernel recomputes each iterate
+// from the logits. This test runs the GPU's path on the CPU: both must give the same bits, ties of
 // the row max included (the mHC init has them).
 #define BOOST_TEST_MODULE sinkhorn_rows
 #define BOOST_TEST_DYN_LINK
-#include "ops/rows/sinkhorn_rows.hpp"
-
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <vector>
 
-#include "ops/cpu/sinkhorn.hpp"
+#include "model/residual/sinkhorn.hpp"
 #include "support/gradcheck.hpp"
 
 using namespace db;
@@ -24,8 +22,8 @@ std::vector<float> backward_by_recomputation(const std::vector<float>& dout,
   std::vector<float> dlogits(logits.size());
   std::vector<double> scratch(3 * n * n);
   for (int t = 0; t < tokens; ++t)
-    rows::sinkhorn_backward_row(&dlogits[t * n * n], &dout[t * n * n], &logits[t * n * n], n, iters,
-                                eps, nullptr, scratch.data());
+    sinkhorn_rows::sinkhorn_backward_row(&dlogits[t * n * n], &dout[t * n * n], &logits[t * n * n],
+                                         n, iters, eps, nullptr, scratch.data());
   return dlogits;
 }
 
@@ -43,7 +41,8 @@ BOOST_AUTO_TEST_CASE(sinkhorn_backward_recomputing_iterates_equals_the_traced_ba
     const std::vector<float> dout = as_float(test::random_vector(tokens * n * n, 50 + n));
     for (int e = 0; e < n * n; ++e) logits[e] = 0.f;  // token 0: all tied (the mHC init)
     std::vector<float> traced(logits.size());
-    cpu::sinkhorn_backward(traced.data(), dout.data(), logits.data(), {tokens, n, iters, eps});
+    sinkhorn_backward(MemorySpace::host, traced.data(), dout.data(), logits.data(),
+                      {tokens, n, iters, eps});
     const std::vector<float> recomputed =
         backward_by_recomputation(dout, logits, tokens, n, iters, eps);
     BOOST_TEST_CONTEXT("n = " << n) {

@@ -1,6 +1,6 @@
 // Attention Residuals (spec §9 Full, §10 Block; arXiv 2603.15031), shared by attnres_full.cpp
 // (S = 1) and attnres_block.cpp. There is no running residual stream: sublayer l reads
-//   h_l = Σ_i softmax_i(w_l · RMSNorm_l(v_i)) · v_i      (Ops::depth_softmax_forward)
+//   h_l = Σ_i softmax_i(w_l · RMSNorm_l(v_i)) · v_i      (depth_softmax.hpp)
 // over its sources, and y_l = F_l(N_l(h_l)). Sources of a consumer = [embedding, completed
 // group sums..., current partial sum (only when non-empty)], groups being runs of S consecutive
 // sublayers from sublayer 0 (S = 1: the raw sublayer outputs, i.e. Full AttnRes). Sublayer 0
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "model/residual/depth_softmax.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
 
@@ -239,9 +240,9 @@ class AttnResidual : public ResidualDesign<T> {
     m.h.resize(rows * net.d());
     m.weights.resize(rows * sources);
     m.rstd.resize(rows * sources);
-    net.ops().depth_softmax_forward(m.h.data(), m.weights.data(), m.rstd.data(), values.data(),
-                                    net.value(m.query), net.value(m.key_norm),
-                                    {rows, net.d(), sources, net.config().norm_eps});
+    depth_softmax_forward(net.ops().space(), m.h.data(), m.weights.data(), m.rstd.data(), values,
+                          net.value(m.query), net.value(m.key_norm),
+                          {rows, net.d(), sources, net.config().norm_eps});
   }
 
   void run_sublayer(Backbone<T>& net, int p, bool ffn) {
@@ -299,10 +300,10 @@ class AttnResidual : public ResidualDesign<T> {
                    : r.kind == Ref::kGroup   ? dgroup_[r.group].data()
                                              : dpartial_[r.group].data();
       }
-      net.ops().depth_softmax_backward(grads.data(), net.grad(m.query), net.grad(m.key_norm),
-                                       dh_[c].data(), values.data(), m.weights.data(),
-                                       m.rstd.data(), net.value(m.query), net.value(m.key_norm),
-                                       {net.rows(), net.d(), sources, net.config().norm_eps});
+      depth_softmax_backward(net.ops().space(), grads, net.grad(m.query), net.grad(m.key_norm),
+                             dh_[c].data(), values, m.weights.data(), m.rstd.data(),
+                             net.value(m.query), net.value(m.key_norm),
+                             {net.rows(), net.d(), sources, net.config().norm_eps});
     }
   }
 

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
+#include "model/residual/stream_kernels.hpp"
 #include "model/residual/stream_mixing.hpp"
 #include "model/residual/stream_readout.hpp"
 
@@ -34,6 +35,49 @@ bool hc_sum_then_norm(const ModelConfig& c) {
              "hc_readout must be norm_then_sum or sum_then_norm, not '" + r + "'");
   return r == "sum_then_norm";
 }
+
+// One routing coefficient (§7), a value of α or β: z ← tanh(z), coef = static + s·tanh(z).
+// `per_token` coefficients per token share the static values; s is one learned value.
+template <class T>
+struct HcCoefficient {
+  T* coef;
+  T* z;
+  const T *static_values, *scale;
+  int per_token;
+  DB_HD void operator()(int64_t i) const {
+    using std::tanh;
+    const T t = tanh(z[i]);
+    z[i] = t;
+    coef[i] = static_values[i % per_token] + *scale * t;
+  }
+};
+
+// One token of the coefficients' backward (t = tanh(z) kept by the forward): the pre-activation
+// gradients dz = dcoef·s·(1 − t²) (overwritten), and into the row sums the gradients of
+// static_alpha [n(n+1)], static_beta [n], s_α, s_β (dcoef and dcoef·t).
+template <class T>
+struct HcCoefficientGrads {
+  T *dza, *dzb;
+  const T *dalpha, *dbeta, *ta, *tb, *s_alpha, *s_beta;
+  int n;
+  DB_HD void operator()(int64_t r, double* sums) const {
+    const int na = n * (n + 1);
+    double* ds_alpha = sums + na + n;
+    double* ds_beta = ds_alpha + 1;
+    for (int c = 0; c < na; ++c) {
+      const int64_t i = r * na + c;
+      sums[c] += dalpha[i];
+      *ds_alpha += double(dalpha[i]) * ta[i];
+      dza[i] = dalpha[i] * *s_alpha * (T(1) - ta[i] * ta[i]);
+    }
+    for (int s = 0; s < n; ++s) {
+      const int64_t i = r * n + s;
+      sums[na + s] += dbeta[i];
+      *ds_beta += double(dbeta[i]) * tb[i];
+      dzb[i] = dbeta[i] * *s_beta * (T(1) - tb[i] * tb[i]);
+    }
+  }
+};
 
 template <class T>
 class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
@@ -71,7 +115,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   void forward(Backbone<T>& net, const T* x0, T* features) override {
     const int64_t rows = net.rows(), d = net.d(), n = n_;
     state_.resize(rows * n * d);
-    net.ops().broadcast_streams(state_.data(), x0, rows, int(n), int(d));
+    broadcast_streams(net.ops().space(), state_.data(), x0, rows, int(n), int(d));
     ran_.assign(subs_.size(), false);
     rows_ = rows;
     net.observe_depth_state(0, state_.data(), int(n * d));
@@ -95,7 +139,7 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       sublayer_backward(net, p, true);
       sublayer_backward(net, p, false);
     }
-    net.ops().sum_streams(dx0, dstate_.data(), T(1), rows, int(n), int(d));
+    sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), rows, int(n), int(d));
   }
 
   // Per token, the input weights a_k = α[:,0], maps M_k = A_kᵀ and output weights b_k = β of
@@ -159,11 +203,15 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
              c.ta.data(), n1);
     ops.gemm(false, false, int(R), 1, d, T(1), c.hn.data(), d, net.value(id.w_beta), 1, T(0),
              c.tb.data(), 1);
-    ops.hc_coefficients(c.alpha.data(), c.beta.data(), c.ta.data(), c.tb.data(),
-                        net.value(id.static_alpha), net.value(id.static_beta),
-                        net.value(id.s_alpha), net.value(id.s_beta), rows, n);
+    // α = static_alpha + s_α·tanh(ta), β = static_beta + s_β·tanh(tb); ta, tb keep the tanh.
+    for_each_index(ops.space(), R * n1,
+                   HcCoefficient<T>{c.alpha.data(), c.ta.data(), net.value(id.static_alpha),
+                                    net.value(id.s_alpha), n * n1});
+    for_each_index(ops.space(), R,
+                   HcCoefficient<T>{c.beta.data(), c.tb.data(), net.value(id.static_beta),
+                                    net.value(id.s_beta), n});
     // x_in = Σ_s α[s,0]·H[s] (into y as scratch), then the sublayer's own pre-norm.
-    ops.combine_streams(c.y.data(), state_.data(), c.alpha.data(), n1, rows, n, d);
+    combine_streams(ops.space(), c.y.data(), state_.data(), c.alpha.data(), n1, rows, n, d);
     net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
@@ -171,8 +219,8 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       net.attention_forward(p, c.u.data(), c.y.data());
     net.observe_sublayer(k, c.u.data(), c.y.data());
     // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
-    ops.mix_streams(state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
-                    c.alpha.data(), alpha_map(), rows, n, d);
+    mix_streams(ops.space(), state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
+                c.alpha.data(), alpha_map(), rows, n, d);
   }
 
   // dstate_ holds ∂/∂H' on entry and ∂/∂H on exit.
@@ -188,22 +236,28 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
     dy_.resize(rows * d);
     dx_.resize(rows * d);
     dH_.resize(R * d);
-    ops.mix_streams_backward(dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(), dstate_.data(),
-                             H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(), rows, n, d);
+    mix_streams_backward(ops.space(), dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(),
+                         dstate_.data(), H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(),
+                         rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
     else
       net.attention_backward(p, dy_.data(), c.u.data());
     net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
-    ops.combine_streams_backward(dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(), n1,
-                                 rows, n, d);
+    combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(),
+                             n1, rows, n, d);
     // α = static + s_α·tanh(z_α): static, scale and pre-activation gradients.
     dza_.resize(R * n1);
     dzb_.resize(R);
-    ops.hc_coefficients_backward(dza_.data(), dzb_.data(), net.grad(id.static_alpha),
-                                 net.grad(id.static_beta), net.grad(id.s_alpha),
-                                 net.grad(id.s_beta), dalpha_.data(), dbeta_.data(), c.ta.data(),
-                                 c.tb.data(), net.value(id.s_alpha), net.value(id.s_beta), rows, n);
+    SumTargets<T> targets;
+    targets.add(net.grad(id.static_alpha), n * n1)
+        .add(net.grad(id.static_beta), n)
+        .add(net.grad(id.s_alpha), 1)
+        .add(net.grad(id.s_beta), 1);
+    for_each_row_sum(
+        ops.space(), rows, targets,
+        HcCoefficientGrads<T>{dza_.data(), dzb_.data(), dalpha_.data(), dbeta_.data(), c.ta.data(),
+                              c.tb.data(), net.value(id.s_alpha), net.value(id.s_beta), n});
     // z = Hn·W: dHn = dz·Wᵀ, dW += Hnᵀ·dz; then the per-stream norm back into dH.
     Buffer<T>& dhn = c.hn;  // Hn is last needed below, so compute dW first
     ops.gemm(true, false, d, n1, int(R), T(1), c.hn.data(), d, dza_.data(), n1, T(1),

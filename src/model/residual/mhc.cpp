@@ -9,7 +9,9 @@
 
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
+#include "model/residual/sinkhorn.hpp"
 #include "model/residual/stream.hpp"
+#include "model/residual/stream_kernels.hpp"
 #include "model/residual/stream_mixing.hpp"
 #include "model/residual/stream_readout.hpp"
 
@@ -30,10 +32,63 @@ struct MhcOptions {
 MhcOptions mhc_options(const ModelConfig& c) {
   MhcOptions o{int(c.option("mhc_streams", 4.0)), int(c.option("mhc_sinkhorn_iters", 20.0)),
                c.option("mhc_sinkhorn_eps", 1e-6), c.option("mhc_identity_init", false)};
-  DB_REQUIRE(o.n >= 1, "mhc_streams must be ≥ 1");
+  DB_REQUIRE(o.n >= 1 && o.n <= kMaxSinkhornN, "mhc_streams must be in [1, 16]");
   DB_REQUIRE(o.sinkhorn_iters >= 0, "mhc_sinkhorn_iters must be ≥ 0");
   return o;
 }
+
+template <class T>
+DB_HD T sigmoid(T x) {
+  using std::exp;  // expf for float on the host, as the device's exp overload
+  return T(1) / (T(1) + exp(-x));
+}
+
+// One token's coefficients (§8) from z [n² + 2n] = v·φ: pre [n], post [n], res_logits [n²].
+template <class T>
+struct MhcCoefficients {
+  T *pre, *post, *res_logits;
+  const T *z, *gates, *bias;
+  int n;
+  DB_HD void operator()(int64_t r) const {
+    const int nn = n * n, m = nn + 2 * n;
+    const T* zr = z + r * m;
+    for (int s = 0; s < n; ++s) {
+      pre[r * n + s] = sigmoid(T(gates[0] * zr[s] + bias[s]));
+      post[r * n + s] = T(2) * sigmoid(T(gates[1] * zr[n + s] + bias[n + s]));
+    }
+    for (int e = 0; e < nn; ++e)
+      res_logits[r * nn + e] = gates[2] * zr[2 * n + e] + bias[2 * n + e];
+  }
+};
+
+// One token of their backward: dl = ∂loss/∂(coefficient logit) (σ' = σ(1−σ),
+// (2σ)' = q(1 − q/2) for q = 2σ), dz = gate·dl (overwritten), and into the row sums the
+// gradients of the 3 gates (dl·z) and of the n² + 2n biases (dl).
+template <class T>
+struct MhcCoefficientGrads {
+  T* dz;
+  const T *dpre, *dpost, *dres_logits, *z, *pre, *post, *gates;
+  int n;
+  DB_HD void operator()(int64_t r, double* sums) const {
+    const int nn = n * n, m = nn + 2 * n;
+    for (int c = 0; c < m; ++c) {
+      T dl;
+      int gate;
+      if (c < n) {
+        const T p = pre[r * n + c];
+        dl = dpre[r * n + c] * p * (T(1) - p), gate = 0;
+      } else if (c < 2 * n) {
+        const T q = post[r * n + c - n];
+        dl = dpost[r * n + c - n] * q * (T(1) - q / T(2)), gate = 1;
+      } else {
+        dl = dres_logits[r * nn + c - 2 * n], gate = 2;
+      }
+      sums[gate] += double(dl) * z[r * m + c];
+      sums[3 + c] += dl;
+      dz[r * m + c] = gates[gate] * dl;
+    }
+  }
+};
 
 template <class T>
 class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSource {
@@ -72,7 +127,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
     rows_ = rows;
     state_.resize(rows * n * d);
-    net.ops().broadcast_streams(state_.data(), x0, rows, int(n), int(d));
+    broadcast_streams(net.ops().space(), state_.data(), x0, rows, int(n), int(d));
     ran_.assign(subs_.size(), false);
     net.observe_depth_state(0, state_.data(), int(n * d));
     for (int p = 0; p < net.n_layer(); ++p) {
@@ -96,7 +151,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
       sublayer_backward(net, p, true);
       sublayer_backward(net, p, false);
     }
-    net.ops().sum_streams(dx0, dstate_.data(), T(1), rows, int(n), int(d));
+    sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), rows, int(n), int(d));
   }
 
   // a_k = H_pre, M_k = H_res, b_k = H_post per token (stream_mixing.hpp); readout = mean.
@@ -157,12 +212,13 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     net.rmsnorm_forward(id.norm, state_.data(), c.v.data(), c.vec_norm, rows, nd);
     ops.gemm(false, false, int(rows), m, nd, T(1), c.v.data(), nd, net.value(id.phi), m, T(0),
              c.z.data(), m);
-    ops.mhc_coefficients(c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
-                         net.value(id.gates), net.value(id.bias), rows, n);
-    ops.sinkhorn_forward(c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
+    for_each_index(ops.space(), rows,
+                   MhcCoefficients<T>{c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
+                                      net.value(id.gates), net.value(id.bias), n});
+    sinkhorn_forward(ops.space(), c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
     // x_in = Σ_s H_pre[s]·X[s] (into y as scratch), then the sublayer's own pre-norm.
     const T* X = c.vec_norm.x.data();
-    ops.combine_streams(c.y.data(), X, c.pre.data(), 1, rows, n, d);
+    combine_streams(ops.space(), c.y.data(), X, c.pre.data(), 1, rows, n, d);
     net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
@@ -170,8 +226,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
       net.attention_forward(p, c.u.data(), c.y.data());
     net.observe_sublayer(k, c.u.data(), c.y.data());
     // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y.
-    ops.mix_streams(state_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(), rows, n,
-                    d);
+    mix_streams(ops.space(), state_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
+                rows, n, d);
   }
 
   // dstate_ holds ∂/∂X' on entry and ∂/∂X on exit.
@@ -188,23 +244,27 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     dy_.resize(rows * d);
     dx_.resize(rows * d);
     dX_.resize(rows * nd);
-    ops.mix_streams_backward(dy_.data(), dpost_.data(), dres_.data(), dX_.data(), dstate_.data(), X,
-                             c.y.data(), c.post.data(), c.res.data(), res_map(), rows, n, d);
+    mix_streams_backward(ops.space(), dy_.data(), dpost_.data(), dres_.data(), dX_.data(),
+                         dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
+                         rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
     else
       net.attention_backward(p, dy_.data(), c.u.data());
     net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
-    ops.combine_streams_backward(dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1, rows, n,
-                                 d);
+    combine_streams_backward(ops.space(), dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1,
+                             rows, n, d);
     // Coefficient logits → gates, biases and z.
     dres_logits_.resize(rows * nn);
     dz_.resize(rows * m);
-    ops.sinkhorn_backward(dres_logits_.data(), dres_.data(), c.res_logits.data(),
-                          sinkhorn_shape(rows));
-    ops.mhc_coefficients_backward(dz_.data(), net.grad(id.gates), net.grad(id.bias), dpre_.data(),
-                                  dpost_.data(), dres_logits_.data(), c.z.data(), c.pre.data(),
-                                  c.post.data(), net.value(id.gates), rows, n);
+    sinkhorn_backward(ops.space(), dres_logits_.data(), dres_.data(), c.res_logits.data(),
+                      sinkhorn_shape(rows));
+    SumTargets<T> targets;
+    targets.add(net.grad(id.gates), 3).add(net.grad(id.bias), m);
+    for_each_row_sum(
+        ops.space(), rows, targets,
+        MhcCoefficientGrads<T>{dz_.data(), dpre_.data(), dpost_.data(), dres_logits_.data(),
+                               c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
     // z = v·φ: dφ += vᵀ·dz, dv = dz·φᵀ (into v, last needed here), then the n·d-wide norm.
     ops.gemm(true, false, nd, m, int(rows), T(1), c.v.data(), nd, dz_.data(), m, T(1),
              net.grad(id.phi), m);

@@ -102,4 +102,6 @@ void declare_design_parameters(const DesignInfo& design, ParameterLayout& layout
   }
 }
 
+DesignRegistration::DesignRegistration(DesignInfo info) { register_design(std::move(info)); }
+
 }  // namespace db

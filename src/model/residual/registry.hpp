@@ -15,6 +15,13 @@ const std::deque<DesignInfo>& all_designs();
 // Returns true so that a file can register at static initialisation:
 //   const bool registered = register_design(my_design());
 bool register_design(DesignInfo design);
+// The same, for a file that registers at static initialisation:
+//   static const DesignRegistration registered{my_design()};
+// Its file must be compiled like the designs of this folder when it launches functors
+// (CMake: depthbench_device_sources).
+struct DesignRegistration {
+  explicit DesignRegistration(DesignInfo info);
+};
 // Throws db::Error listing the valid names when the name is unknown.
 const DesignInfo& find_design(const std::string& name);
 // The position of the design in the registry (0 for pre_ln): the order of tables and figures.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/backbone.hpp"
+#include "model/residual/stream_kernels.hpp"
 
 namespace db {
 
@@ -21,12 +22,12 @@ void stream_readout_forward(Backbone<T>& net, StreamReadout mode, const T* state
   if (mode == StreamReadout::norm_then_sum) {
     Buffer<T> normed(size_t(rows) * n * d);
     net.rmsnorm_forward(gain, state, normed.data(), cache, rows * n, d);
-    net.ops().sum_streams(features, normed.data(), T(1), rows, n, d);
+    sum_streams(net.ops().space(), features, normed.data(), T(1), rows, n, d);
     return;
   }
   Buffer<T> reduced(size_t(rows) * d);
-  net.ops().sum_streams(reduced.data(), state,
-                        T(mode == StreamReadout::mean_then_norm ? 1.0 / n : 1.0), rows, n, d);
+  sum_streams(net.ops().space(), reduced.data(), state,
+              T(mode == StreamReadout::mean_then_norm ? 1.0 / n : 1.0), rows, n, d);
   net.rmsnorm_forward(gain, reduced.data(), features, cache, rows, d);
 }
 
@@ -37,7 +38,7 @@ void stream_readout_backward(Backbone<T>& net, StreamReadout mode, const T* dfea
   const int d = net.d(), gain = net.layout().id("final_norm");
   if (mode == StreamReadout::norm_then_sum) {
     Buffer<T> dnormed(size_t(rows) * n * d);
-    net.ops().broadcast_streams(dnormed.data(), dfeatures, rows, n, d);
+    broadcast_streams(net.ops().space(), dnormed.data(), dfeatures, rows, n, d);
     net.rmsnorm_backward(gain, dnormed.data(), dstate, cache, rows * n, d);
     return;
   }
@@ -45,7 +46,7 @@ void stream_readout_backward(Backbone<T>& net, StreamReadout mode, const T* dfea
   net.rmsnorm_backward(gain, dfeatures, dreduced.data(), cache, rows, d);
   if (mode == StreamReadout::mean_then_norm)
     net.ops().axpby(dreduced.data(), T(1.0 / n), dreduced.data(), T(0), rows * d);
-  net.ops().broadcast_streams(dstate, dreduced.data(), rows, n, d);
+  broadcast_streams(net.ops().space(), dstate, dreduced.data(), rows, n, d);
 }
 
 }  // namespace db

@@ -6,16 +6,12 @@
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_memory.hpp"
-#include "ops/cuda/depth_softmax.hpp"
 #include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/embedding.hpp"
 #include "ops/cuda/gemm.hpp"
 #include "ops/cuda/moda_attention.hpp"
 #include "ops/cuda/rmsnorm.hpp"
 #include "ops/cuda/rope.hpp"
-#include "ops/cuda/sinkhorn.hpp"
-#include "ops/cuda/stream_coefficients.hpp"
-#include "ops/cuda/stream_kernels.hpp"
 #include "ops/cuda/swiglu.hpp"
 
 namespace db::cuda {
@@ -146,79 +142,6 @@ class CudaOps final : public Ops<float> {
   }
 
   // --- the n-stream state ---
-  void broadcast_streams(float* state, const float* x, int64_t rows, int n, int d) override {
-    cuda::broadcast_streams(state, x, rows, n, d, stream_);
-  }
-  void sum_streams(float* out, const float* state, float scale, int64_t rows, int n,
-                   int d) override {
-    cuda::sum_streams(out, state, scale, rows, n, d, stream_);
-  }
-  void combine_streams(float* x, const float* H, const float* weights, int stride, int64_t rows,
-                       int n, int d) override {
-    cuda::combine_streams(x, H, weights, stride, rows, n, d, stream_);
-  }
-  void combine_streams_backward(float* dweights, float* dH, const float* dx, const float* H,
-                                const float* weights, int stride, int64_t rows, int n,
-                                int d) override {
-    cuda::combine_streams_backward(dweights, dH, dx, H, weights, stride, rows, n, d, stream_);
-  }
-  void mix_streams(float* out, const float* H, const float* y, const float* post, const float* mix,
-                   StreamMapLayout map, int64_t rows, int n, int d) override {
-    cuda::mix_streams(out, H, y, post, mix, map, rows, n, d, stream_);
-  }
-  void mix_streams_backward(float* dy, float* dpost, float* dmix, float* dH, const float* g,
-                            const float* H, const float* y, const float* post, const float* mix,
-                            StreamMapLayout map, int64_t rows, int n, int d) override {
-    cuda::mix_streams_backward(dy, dpost, dmix, dH, g, H, y, post, mix, map, rows, n, d, stream_);
-  }
-
-  // --- HC and mHC coefficients ---
-  void hc_coefficients(float* alpha, float* beta, float* ta, float* tb, const float* static_alpha,
-                       const float* static_beta, const float* s_alpha, const float* s_beta,
-                       int64_t rows, int n) override {
-    cuda::hc_coefficients(alpha, beta, ta, tb, static_alpha, static_beta, s_alpha, s_beta, rows, n,
-                          stream_);
-  }
-  void hc_coefficients_backward(float* dza, float* dzb, float* dstatic_alpha, float* dstatic_beta,
-                                float* ds_alpha, float* ds_beta, const float* dalpha,
-                                const float* dbeta, const float* ta, const float* tb,
-                                const float* s_alpha, const float* s_beta, int64_t rows,
-                                int n) override {
-    cuda::hc_coefficients_backward(dza, dzb, dstatic_alpha, dstatic_beta, ds_alpha, ds_beta, dalpha,
-                                   dbeta, ta, tb, s_alpha, s_beta, rows, n, stream_);
-  }
-  void mhc_coefficients(float* pre, float* post, float* res_logits, const float* z,
-                        const float* gates, const float* bias, int64_t rows, int n) override {
-    cuda::mhc_coefficients(pre, post, res_logits, z, gates, bias, rows, n, stream_);
-  }
-  void mhc_coefficients_backward(float* dz, float* dgates, float* dbias, const float* dpre,
-                                 const float* dpost, const float* dres_logits, const float* z,
-                                 const float* pre, const float* post, const float* gates,
-                                 int64_t rows, int n) override {
-    cuda::mhc_coefficients_backward(dz, dgates, dbias, dpre, dpost, dres_logits, z, pre, post,
-                                    gates, rows, n, stream_);
-  }
-  void sinkhorn_forward(float* out, const float* logits, const SinkhornShape& s) override {
-    cuda::sinkhorn_forward(out, logits, s.count, s.n, s.iters, s.eps, stream_);
-  }
-  void sinkhorn_backward(float* dlogits, const float* dout, const float* logits,
-                         const SinkhornShape& s) override {
-    cuda::sinkhorn_backward(dlogits, dout, logits, s.count, s.n, s.iters, s.eps, stream_);
-  }
-
-  // --- AttnRes depth softmax ---
-  void depth_softmax_forward(float* h, float* weights, float* rstd, const float* const* sources,
-                             const float* query, const float* key_gain,
-                             const DepthMixShape& s) override {
-    cuda::depth_softmax_forward(h, weights, rstd, sources, query, key_gain, s, stream_);
-  }
-  void depth_softmax_backward(float* const* dsources, float* dquery, float* dkey_gain,
-                              const float* dh, const float* const* sources, const float* weights,
-                              const float* rstd, const float* query, const float* key_gain,
-                              const DepthMixShape& s) override {
-    cuda::depth_softmax_backward(dsources, dquery, dkey_gain, dh, sources, weights, rstd, query,
-                                 key_gain, s, stream_);
-  }
 
  private:
   cudaStream_t stream_ = nullptr;  // the legacy default stream

@@ -1,17 +1,33 @@
-// Sinkhorn normalisation of one token's n×n matrix (mHC, §8), in double whatever T, shared by
-// the CPU loop (ops/cpu/sinkhorn.cpp) and the CUDA kernel (ops/cuda/sinkhorn.cu):
+// Sinkhorn normalisation of each token's n×n matrix (mHC, §8), in double whatever T: the row
+// math, and DB_HD functors launched through ops/launch.hpp (one token each) so that the CPU loop
+// and the CUDA kernel run the same body:
 // M = exp(logits − rowmax), then `iters` × { rows ← rows / (rowsum + eps); columns ← columns /
 // (colsum + eps) }. The backward differentiates through every step and through the row max
 // (like torch.amax: the gradient is shared equally between tied maxima). It reads the forward
-// iterates from a trace when the caller keeps one (the CPU), or recomputes each from the logits
-// (the GPU, which cannot hold 2·iters + 1 matrices per thread): the same operations in the same
-// order, so both give the same bits.
+// iterates from a trace on the host, or recomputes each from the logits on the GPU (which cannot
+// hold 2·iters + 1 matrices per thread): the same operations in the same order, so both give the
+// same bits (tests/ops/sinkhorn_rows_test.cpp).
 #pragma once
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "core/host_device.hpp"
+#include "ops/launch.hpp"
 
-namespace db::rows {
+namespace db {
+
+struct SinkhornShape {
+  int64_t count;  // number of n×n matrices (one per token)
+  int n;
+  int iters;
+  double eps;
+};
+
+// A token's matrix and scratch live in the thread's own (local) memory: n ≤ 16.
+constexpr int kMaxSinkhornN = 16;
+
+namespace sinkhorn_rows {
 
 // One normalisation step in place: rows (even steps) or columns (odd steps).
 DB_HD void sinkhorn_step(double* m, int n, bool rows, double eps) {
@@ -92,4 +108,63 @@ DB_HD void sinkhorn_backward_row(T* dlogits, const T* dout, const T* logits, int
   }
 }
 
-}  // namespace db::rows
+// One token of the forward.
+template <class T>
+struct SinkhornForward {
+  T* out;
+  const T* logits;
+  int n, iters;
+  double eps;
+  DB_HD void operator()(int64_t r) const {
+    double m[kMaxSinkhornN * kMaxSinkhornN];
+    const int64_t nn = int64_t(n) * n;
+    sinkhorn_forward_row(out + r * nn, logits + r * nn, n, iters, eps, m);
+  }
+};
+
+// One token of the backward: the host keeps the trace of iterates, the device recomputes them.
+template <class T>
+struct SinkhornBackward {
+  T* dlogits;
+  const T *dout, *logits;
+  int n, iters;
+  double eps;
+  DB_HD void operator()(int64_t r) const {
+    const int nn = n * n;
+    double scratch[3 * kMaxSinkhornN * kMaxSinkhornN];
+    const double* trace = nullptr;
+#if !defined(__CUDA_ARCH__)
+    const int iterates = 2 * iters + 1;
+    std::vector<double> kept(size_t(iterates) * nn);
+    sinkhorn_iterate(kept.data(), logits + r * nn, n, 0, eps);
+    for (int k = 0; k + 1 < iterates; ++k) {
+      for (int e = 0; e < nn; ++e) kept[size_t(k + 1) * nn + e] = kept[size_t(k) * nn + e];
+      sinkhorn_step(&kept[size_t(k + 1) * nn], n, k % 2 == 0, eps);
+    }
+    trace = kept.data();
+#endif
+    sinkhorn_backward_row(dlogits + r * nn, dout + r * nn, logits + r * nn, n, iters, eps, trace,
+                          scratch);
+  }
+};
+
+}  // namespace sinkhorn_rows
+
+// out = Sinkhorn(logits) per token.
+template <class T>
+void sinkhorn_forward(MemorySpace space, T* out, const T* logits, const SinkhornShape& s) {
+  DB_REQUIRE(s.n >= 1 && s.n <= kMaxSinkhornN, "Sinkhorn: n must be in [1, 16]");
+  for_each_index(space, s.count,
+                 sinkhorn_rows::SinkhornForward<T>{out, logits, s.n, s.iters, s.eps});
+}
+
+// dlogits (overwritten) from dout.
+template <class T>
+void sinkhorn_backward(MemorySpace space, T* dlogits, const T* dout, const T* logits,
+                       const SinkhornShape& s) {
+  DB_REQUIRE(s.n >= 1 && s.n <= kMaxSinkhornN, "Sinkhorn: n must be in [1, 16]");
+  for_each_index(space, s.count,
+                 sinkhorn_rows::SinkhornBackward<T>{dlogits, dout, logits, s.n, s.iters, s.eps});
+}
+
+}  // namespace db

@@ -1,0 +1,197 @@
+// The arithmetic of the n-stream state [rows, n, d] of HC (§7) and mHC (§8), stream-major per
+// token: DB_HD functors launched through ops/launch.hpp, so the CPU loop and the CUDA kernel run
+// the same body. Each functor computes one output value (or one token's few values) from that
+// token's data; sums run in a fixed order (streams ascending), with double accumulators for the
+// d-long dot products, so results do not depend on the thread count.
+#pragma once
+#include <cstdint>
+
+#include "core/host_device.hpp"
+#include "ops/launch.hpp"
+
+namespace db {
+
+// Where the coefficients of a per-token n×n stream map sit: M(r, i, j) — the weight of input
+// stream j in output stream i of token r — is mix[r·row + i·out + j·in + offset].
+// HC (§7): mix = α [rows, n, n+1], M(r,i,j) = α[r, j, 1+i]: {row n(n+1), out 1, in n+1, offset 1}.
+// mHC (§8): mix = H_res [rows, n, n], M(r,i,j) = H_res[r, i, j]: {row n², out n, in 1, offset 0}.
+struct StreamMapLayout {
+  int64_t row;
+  int out, in, offset;
+  DB_HD int64_t at(int64_t r, int i, int j) const { return r * row + i * out + j * in + offset; }
+};
+
+namespace stream_kernels {
+
+template <class T>
+DB_HD T dot(const T* a, const T* b, int count) {
+  double sum = 0;
+  for (int e = 0; e < count; ++e) sum += double(a[e]) * b[e];
+  return T(sum);
+}
+
+// state[r, s, e] = x[r, e].
+template <class T>
+struct Broadcast {
+  T* state;
+  const T* x;
+  int n, d;
+  DB_HD void operator()(int64_t rs, int e) const { state[rs * d + e] = x[(rs / n) * d + e]; }
+};
+
+// out[r, e] = scale·Σ_s state[r, s, e].
+template <class T>
+struct Sum {
+  T* out;
+  const T* state;
+  T scale;
+  int n, d;
+  DB_HD void operator()(int64_t r, int e) const {
+    T sum = T(0);
+    for (int s = 0; s < n; ++s) sum += state[(r * n + s) * d + e];
+    out[r * d + e] = scale == T(1) ? sum : T(sum * scale);
+  }
+};
+
+// x[r, e] = Σ_s w_rs·H[r, s, e], w_rs = weights[(r·n + s)·stride].
+template <class T>
+struct Combine {
+  T* x;
+  const T *H, *weights;
+  int stride, n, d;
+  DB_HD void operator()(int64_t r, int e) const {
+    T sum = T(0);
+    for (int s = 0; s < n; ++s) sum += weights[(r * n + s) * stride] * H[(r * n + s) * d + e];
+    x[r * d + e] = sum;
+  }
+};
+
+// Combine's weight gradient, one (r, s): dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩.
+template <class T>
+struct CombineWeightGrad {
+  T* dweights;
+  const T *dx, *H;
+  int stride, n, d;
+  DB_HD void operator()(int64_t rs) const {
+    dweights[rs * stride] = dot(dx + (rs / n) * d, H + rs * d, d);
+  }
+};
+
+// Combine's input gradient, one (r, s, e): dH[r, s, e] += w_rs·dx[r, e].
+template <class T>
+struct CombineInputGrad {
+  T* dH;
+  const T *dx, *weights;
+  int stride, n, d;
+  DB_HD void operator()(int64_t rs, int e) const {
+    dH[rs * d + e] += weights[rs * stride] * dx[(rs / n) * d + e];
+  }
+};
+
+// out[r, i, e] = post[r·n + i]·y[r, e] + Σ_j M(r, i, j)·H[r, j, e].
+template <class T>
+struct Mix {
+  T* out;
+  const T *H, *y, *post, *mix;
+  StreamMapLayout map;
+  int n, d;
+  DB_HD void operator()(int64_t ri, int e) const {
+    const int64_t r = ri / n;
+    const int i = int(ri % n);
+    T value = post[ri] * y[r * d + e];
+    for (int j = 0; j < n; ++j) value += mix[map.at(r, i, j)] * H[(r * n + j) * d + e];
+    out[ri * d + e] = value;
+  }
+};
+
+// Mix's gradients from g = ∂/∂out, one (r, e): dy[r, e] = Σ_i post_ri·g[r, i, e] and
+// dH[r, j, e] = Σ_i M(r, i, j)·g[r, i, e] for every j.
+template <class T>
+struct MixValueGrads {
+  T *dy, *dH;
+  const T *g, *post, *mix;
+  StreamMapLayout map;
+  int n, d;
+  DB_HD void operator()(int64_t r, int e) const {
+    const T* gr = g + r * n * d;
+    T sum = T(0);
+    for (int i = 0; i < n; ++i) sum += post[r * n + i] * gr[i * d + e];
+    dy[r * d + e] = sum;
+    for (int j = 0; j < n; ++j) {
+      T dh = T(0);
+      for (int i = 0; i < n; ++i) dh += mix[map.at(r, i, j)] * gr[i * d + e];
+      dH[(r * n + j) * d + e] = dh;
+    }
+  }
+};
+
+// Mix's coefficient gradients, one (r, i): dpost[r·n + i] = ⟨g[r, i], y[r]⟩ and
+// dmix at M(r, i, j)'s place = ⟨g[r, i], H[r, j]⟩ (other dmix entries are left alone).
+template <class T>
+struct MixCoefficientGrads {
+  T *dpost, *dmix;
+  const T *g, *H, *y;
+  StreamMapLayout map;
+  int n, d;
+  DB_HD void operator()(int64_t ri) const {
+    const int64_t r = ri / n;
+    const int i = int(ri % n);
+    const T* gi = g + ri * d;
+    dpost[ri] = dot(gi, y + r * d, d);
+    for (int j = 0; j < n; ++j) dmix[map.at(r, i, j)] = dot(gi, H + (r * n + j) * d, d);
+  }
+};
+
+}  // namespace stream_kernels
+
+// --- the calls the designs make (space: where every pointer lives, ops.space()) --------------
+
+// state[r, s] = x[r] for every stream s.
+template <class T>
+void broadcast_streams(MemorySpace space, T* state, const T* x, int64_t rows, int n, int d) {
+  for_each_row_element(space, rows * n, d, stream_kernels::Broadcast<T>{state, x, n, d});
+}
+
+// out[r] = scale·Σ_s state[r, s] (overwritten).
+template <class T>
+void sum_streams(MemorySpace space, T* out, const T* state, T scale, int64_t rows, int n, int d) {
+  for_each_row_element(space, rows, d, stream_kernels::Sum<T>{out, state, scale, n, d});
+}
+
+// x[r] = Σ_s w_rs·H[r, s], w_rs = weights[(r·n + s)·stride] (overwritten).
+template <class T>
+void combine_streams(MemorySpace space, T* x, const T* H, const T* weights, int stride,
+                     int64_t rows, int n, int d) {
+  for_each_row_element(space, rows, d, stream_kernels::Combine<T>{x, H, weights, stride, n, d});
+}
+
+// Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] +=
+// w_rs·dx[r].
+template <class T>
+void combine_streams_backward(MemorySpace space, T* dweights, T* dH, const T* dx, const T* H,
+                              const T* weights, int stride, int64_t rows, int n, int d) {
+  for_each_index(space, rows * n,
+                 stream_kernels::CombineWeightGrad<T>{dweights, dx, H, stride, n, d});
+  for_each_row_element(space, rows * n, d,
+                       stream_kernels::CombineInputGrad<T>{dH, dx, weights, stride, n, d});
+}
+
+// out[r, i] = post[r·n + i]·y[r] + Σ_j M(r, i, j)·H[r, j] (overwritten).
+template <class T>
+void mix_streams(MemorySpace space, T* out, const T* H, const T* y, const T* post, const T* mix,
+                 StreamMapLayout map, int64_t rows, int n, int d) {
+  for_each_row_element(space, rows * n, d, stream_kernels::Mix<T>{out, H, y, post, mix, map, n, d});
+}
+
+// Its backward from g = ∂/∂out: dy, dpost, the map entries of dmix and dH, all overwritten.
+template <class T>
+void mix_streams_backward(MemorySpace space, T* dy, T* dpost, T* dmix, T* dH, const T* g,
+                          const T* H, const T* y, const T* post, const T* mix, StreamMapLayout map,
+                          int64_t rows, int n, int d) {
+  for_each_row_element(space, rows, d,
+                       stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
+  for_each_index(space, rows * n,
+                 stream_kernels::MixCoefficientGrads<T>{dpost, dmix, g, H, y, map, n, d});
+}
+
+}  // namespace db

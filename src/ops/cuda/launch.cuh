@@ -1,0 +1,85 @@
+// The CUDA side of the generic launchers (ops/launch.hpp): kernel templates that run a design's
+// DB_HD functor, instantiated in the nvcc-compiled file that launches it. Kernels run on the
+// legacy default stream, as every kernel of the CUDA backend (cuda_ops.cpp).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+
+namespace db {
+template <class T>
+struct SumTargets;
+}
+
+namespace db::cuda_launch {
+
+constexpr int kThreads = 256;
+
+inline void check(cudaError_t code, const char* what) {
+  if (code != cudaSuccess)
+    throw Error(std::string("CUDA: ") + cudaGetErrorString(code) + " in " + what);
+}
+
+inline unsigned blocks_for(int64_t count) {
+  int64_t blocks = (count + kThreads - 1) / kThreads;
+  if (blocks > 65536 * 8) blocks = 65536 * 8;  // grid-stride beyond that
+  return unsigned(blocks < 1 ? 1 : blocks);
+}
+
+template <class F>
+__global__ void for_each_index_kernel(int64_t count, F f) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(i);
+}
+
+template <class F>
+void for_each_index(int64_t count, const F& f) {
+  for_each_index_kernel<<<blocks_for(count), kThreads>>>(count, f);
+  check(cudaGetLastError(), "for_each_index launch");
+}
+
+// One thread per chunk of kRowsPerChunk rows: its rows in order into its own row of partials.
+template <class F>
+__global__ void chunk_sums_kernel(int64_t rows, int width, double* partials, F f) {
+  const int64_t chunk = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t begin = chunk * kRowsPerChunk;
+  if (begin >= rows) return;
+  double* sums = partials + chunk * width;
+  for (int j = 0; j < width; ++j) sums[j] = 0.0;
+  const int64_t end = begin + kRowsPerChunk < rows ? begin + kRowsPerChunk : rows;
+  for (int64_t r = begin; r < end; ++r) f(r, sums);
+}
+
+// One thread per column: the chunks in order (as the host loop), then one add into the target.
+template <class T>
+__global__ void add_partials_kernel(SumTargets<T> targets, const double* partials, int64_t chunks) {
+  const int width = targets.width();
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= width) return;
+  double sum = 0;
+  for (int64_t k = 0; k < chunks; ++k) sum += partials[k * width + c];
+  targets.add_to(c, sum);
+}
+
+template <class T, class F>
+void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
+  const int width = targets.width();
+  const int64_t chunks = chunk_count(rows);
+  double* partials = nullptr;
+  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), 0),
+        "cudaMallocAsync (row sums)");
+  chunk_sums_kernel<<<blocks_for(chunks), kThreads>>>(rows, width, partials, f);
+  check(cudaGetLastError(), "for_each_row_sum launch");
+  if (width > 0) {
+    add_partials_kernel<<<blocks_for(width), kThreads>>>(targets, partials, chunks);
+    check(cudaGetLastError(), "for_each_row_sum partials launch");
+  }
+  check(cudaFreeAsync(partials, 0), "cudaFreeAsync (row sums)");
+}
+
+}  // namespace db::cuda_launch

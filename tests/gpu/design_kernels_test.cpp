@@ -1,0 +1,216 @@
+// The design kernels (model/residual/: the n-stream ops of HC and mHC, Sinkhorn, the AttnRes
+// depth softmax) run by the generic launchers (ops/launch.hpp) on the GPU against the same
+// functors run by the host loop, and the row sums twice, bit for bit. This file launches
+// functors itself, so it is compiled by nvcc (tests/gpu/tests.cmake). Without a GPU each case
+// prints "no GPU: skipped" and passes.
+#define BOOST_TEST_MODULE design_kernels
+#define BOOST_TEST_DYN_LINK
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_support.hpp"
+#include "ops/cuda/cuda_memory.hpp"
+#include "model/residual/depth_softmax.hpp"
+#include "model/residual/sinkhorn.hpp"
+#include "model/residual/stream_kernels.hpp"
+
+using namespace db;
+using namespace db::test;
+using Vec = std::vector<float>;
+using cuda::DeviceBuffer;
+
+namespace {
+
+// A seed counter, so every input of a test is fresh.
+struct Backends {
+  uint64_t seed = 100;
+  Vec random(size_t n, double scale = 1.0) { return random_floats(n, seed++, scale); }
+};
+
+// An output of both runs: the host vector and its device twin, equal at start.
+struct Pair {
+  Vec host;
+  DeviceBuffer<float> device;
+  explicit Pair(const Vec& start) : host(start), device(to_device<float>(start)) {}
+  float* cpu() { return host.data(); }
+  float* gpu() { return device.data(); }
+  Vec gpu_values() const { return device.download(); }
+};
+
+Vec zeros(size_t n) {
+  return Vec(n, 0.f);
+}
+
+bool close(const char* what, Pair& p) {
+  return within(what, relative_error(p.gpu_values(), p.host), kFp32Tolerance);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are_deterministic) {
+  DB_REQUIRE_GPU();
+  Backends b;
+  const DepthMixShape s{150, 48, 5, 1e-6};  // 150 rows: three row chunks
+  const size_t n = s.rows * s.d;
+  std::vector<Pair> src, dsrc;
+  for (int i = 0; i < s.sources; ++i) {
+    src.emplace_back(b.random(n));
+    dsrc.emplace_back(b.random(n));
+  }
+  Pair query(b.random(s.d)), gain(b.random(s.d, 0.3)), h(zeros(n)), dh(b.random(n));
+  for (float& g : gain.host) g += 1.f;
+  gain.device.upload(gain.host);
+  Pair w(zeros(s.rows * s.sources)), rstd(zeros(s.rows * s.sources));
+  Pair dquery(b.random(s.d)), dgain(b.random(s.d));
+  std::vector<const float*> src_cpu, src_gpu;
+  std::vector<float*> dsrc_cpu, dsrc_gpu;
+  for (int i = 0; i < s.sources; ++i) {
+    src_cpu.push_back(src[i].cpu());
+    src_gpu.push_back(src[i].gpu());
+    dsrc_cpu.push_back(dsrc[i].cpu());
+    dsrc_gpu.push_back(dsrc[i].gpu());
+  }
+  depth_softmax_forward(MemorySpace::host, h.cpu(), w.cpu(), rstd.cpu(), src_cpu, query.cpu(),
+                        gain.cpu(), s);
+  depth_softmax_forward(cuda::cuda_memory_space(), h.gpu(), w.gpu(), rstd.gpu(), src_gpu, query.gpu(),
+                        gain.gpu(), s);
+  BOOST_TEST(close("depth softmax h", h));
+  BOOST_TEST(close("depth softmax weights", w));
+  BOOST_TEST(close("depth softmax rstd", rstd));
+  const Vec dquery_start = dquery.gpu_values();
+  depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(), src_cpu,
+                         w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
+  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
+                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+  for (int i = 0; i < s.sources; ++i)
+    BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
+  BOOST_TEST(close("dquery (added)", dquery));
+  BOOST_TEST(close("dkey_gain (added)", dgain));
+  // Again from the same start: the same bits.
+  const Vec first = dquery.gpu_values();
+  dquery.device.upload(dquery_start);
+  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
+                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+  BOOST_TEST((dquery.gpu_values() == first));
+}
+
+BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps) {
+  DB_REQUIRE_GPU();
+  Backends b;
+  const int64_t rows = 67;
+  const int n = 4, d = 40;
+  const size_t state = rows * n * d, single = rows * d;
+  Pair x(b.random(single)), H(b.random(state)), y(b.random(single)), g(b.random(state));
+  Pair out(zeros(state)), sum(zeros(single)), combined(zeros(single));
+  broadcast_streams(MemorySpace::host, out.cpu(), x.cpu(), rows, n, d);
+  broadcast_streams(cuda::cuda_memory_space(), out.gpu(), x.gpu(), rows, n, d);
+  BOOST_TEST(close("broadcast_streams", out));
+  sum_streams(MemorySpace::host, sum.cpu(), H.cpu(), 0.25f, rows, n, d);
+  sum_streams(cuda::cuda_memory_space(), sum.gpu(), H.gpu(), 0.25f, rows, n, d);
+  BOOST_TEST(close("sum_streams", sum));
+  // combine with a stride (HC reads β with stride 1, mHC's pre weights too; 3 tests the stride).
+  const int stride = 3;
+  Pair weights(b.random(rows * n * stride)), dweights(b.random(rows * n * stride));
+  Pair dH(b.random(state));
+  combine_streams(MemorySpace::host, combined.cpu(), H.cpu(), weights.cpu(), stride, rows, n, d);
+  combine_streams(cuda::cuda_memory_space(), combined.gpu(), H.gpu(), weights.gpu(), stride, rows, n, d);
+  BOOST_TEST(close("combine_streams", combined));
+  combine_streams_backward(MemorySpace::host, dweights.cpu(), dH.cpu(), x.cpu(), H.cpu(),
+                           weights.cpu(), stride, rows, n, d);
+  combine_streams_backward(cuda::cuda_memory_space(), dweights.gpu(), dH.gpu(), x.gpu(), H.gpu(),
+                           weights.gpu(), stride, rows, n, d);
+  BOOST_TEST(close("combine_streams dweights", dweights));
+  BOOST_TEST(close("combine_streams dH (added)", dH));
+  // The HC map (α [rows, n, n+1]) and the mHC map (H_res [rows, n, n]).
+  const StreamMapLayout maps[] = {{int64_t(n) * (n + 1), 1, n + 1, 1}, {int64_t(n) * n, n, 1, 0}};
+  for (const StreamMapLayout& map : maps) {
+    Pair post(b.random(rows * n)), mix(b.random(rows * map.row)), mixed(zeros(state));
+    Pair dy(zeros(single)), dpost(zeros(rows * n)), dmix(b.random(rows * map.row)),
+        dHm(zeros(state));
+    mix_streams(MemorySpace::host, mixed.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows,
+                n, d);
+    mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows,
+                n, d);
+    BOOST_TEST(close("mix_streams", mixed));
+    mix_streams_backward(MemorySpace::host, dy.cpu(), dpost.cpu(), dmix.cpu(), dHm.cpu(), g.cpu(),
+                         H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
+    mix_streams_backward(cuda::cuda_memory_space(), dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(), g.gpu(),
+                         H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
+    BOOST_TEST(close("mix_streams dy", dy));
+    BOOST_TEST(close("mix_streams dpost", dpost));
+    BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
+    BOOST_TEST(close("mix_streams dH", dHm));
+  }
+}
+
+namespace {
+// Double-precision Sinkhorn of one token (spec §8), the reference for the kernel.
+std::vector<double> sinkhorn_reference(const std::vector<double>& l, int n, int iterations,
+                                       double eps) {
+  std::vector<double> M(n * n);
+  for (int i = 0; i < n; ++i) {
+    double row_max = l[i * n];
+    for (int j = 1; j < n; ++j) row_max = std::max(row_max, l[i * n + j]);
+    for (int j = 0; j < n; ++j) M[i * n + j] = std::exp(l[i * n + j] - row_max);
+  }
+  for (int it = 0; it < iterations; ++it) {
+    for (int i = 0; i < n; ++i) {
+      double s = 0;
+      for (int j = 0; j < n; ++j) s += M[i * n + j];
+      for (int j = 0; j < n; ++j) M[i * n + j] /= s + eps;
+    }
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int i = 0; i < n; ++i) s += M[i * n + j];
+      for (int i = 0; i < n; ++i) M[i * n + j] /= s + eps;
+    }
+  }
+  return M;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sinkhorn_matches_reference_and_finite_differences) {
+  DB_REQUIRE_GPU();
+  for (int n : {2, 4, 8}) {
+    const int64_t N = 16;
+    const int nn = n * n, iterations = 20;
+    const double eps = 1e-6;
+    const Vec logits = random_floats(N * nn, 70, 2.0), G = random_floats(N * nn, 71);
+    cuda::DeviceBuffer<float> logits_d, G_d, out_d(N * nn), dl_d(N * nn);
+    logits_d.upload(logits);
+    G_d.upload(G);
+    sinkhorn_forward(cuda::cuda_memory_space(), out_d.data(), logits_d.data(), {N, n, iterations, eps});
+    sinkhorn_backward(cuda::cuda_memory_space(), dl_d.data(), G_d.data(), logits_d.data(),
+                      {N, n, iterations, eps});
+    Vec out(N * nn), dl(N * nn);
+    for (int64_t t = 0; t < N; ++t) {
+      std::vector<double> l(logits.begin() + t * nn, logits.begin() + (t + 1) * nn);
+      const auto M = sinkhorn_reference(l, n, iterations, eps);
+      for (int i = 0; i < nn; ++i) out[t * nn + i] = float(M[i]);
+      for (int i = 0; i < nn; ++i) {  // d(Σ G⊙S)/dl by central differences
+        const double h = 1e-5, saved = l[i];
+        double f[2];
+        for (int side = 0; side < 2; ++side) {
+          l[i] = saved + (side ? -h : h);
+          const auto S = sinkhorn_reference(l, n, iterations, eps);
+          f[side] = 0;
+          for (int k = 0; k < nn; ++k) f[side] += double(G[t * nn + k]) * S[k];
+        }
+        l[i] = saved;
+        dl[t * nn + i] = float((f[0] - f[1]) / (2 * h));
+      }
+    }
+    std::printf(" sinkhorn n=%d\n", n);
+    BOOST_TEST(within("forward", relative_error(out_d.download(), out), 1e-5));
+    BOOST_TEST(within("backward vs finite differences", relative_error(dl_d.download(), dl), 1e-4));
+  }
+  // mHC init (spec §8): zero logits give the uniform doubly stochastic J/n.
+  const int n = 4;
+  cuda::DeviceBuffer<float> zeros(n * n), out(n * n);
+  zeros.zero();
+  sinkhorn_forward(cuda::cuda_memory_space(), out.data(), zeros.data(), {1, n, 20, 1e-6});
+  for (float x : out.download()) BOOST_TEST(std::fabs(x - 0.25f) < 1e-5f);
+}
