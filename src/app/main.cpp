@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
       try {
         // Once, on every rank of the job, before any command splits it into runs: the only
         // collective on the whole job that concerns a device (nothing inside a run may use
-        // MPI_COMM_WORLD; tests/app/world_communicator_test.sh enforces it).
+        // MPI_COMM_WORLD; tests/backend/layering_test.cpp enforces it).
         if (with_mpi && chosen->computes) db::start_backends(db::Communicator::world());
         exit_code = chosen->run(argc - 1, argv + 1);
       } catch (const std::exception& e) {

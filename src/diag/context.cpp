@@ -196,7 +196,7 @@ double parse_number(const std::string& flag, const std::string& text) {
     if (used == text.size() && std::isfinite(v)) return v;
   } catch (const std::exception&) {
   }
-  throw Error("--" + flag + ": '" + text + "' is not a number");
+  throw Error("--" + flag + " = " + text + ": must be a number");
 }
 
 }  // namespace
@@ -207,8 +207,8 @@ DiagnosticOption count_option(std::string flag, std::string help, int64_t DiagSe
   o.value = [field](const DiagSettings& s) { return std::to_string(s.*field); };
   o.set = [field, min, flag](DiagSettings& s, const std::string& text) {
     const double v = parse_number(flag, text);
-    DB_REQUIRE(v == std::floor(v) && v >= double(min) && v < 9e15,
-               "--" + flag + ": '" + text + "' is not a whole number ≥ " + std::to_string(min));
+    if (!(v == std::floor(v) && v >= double(min) && v < 9e15))
+      throw Error("--" + flag + " = " + text + ": must be a whole number ≥ " + std::to_string(min));
     s.*field = int64_t(v);
   };
   return o;
@@ -223,7 +223,7 @@ DiagnosticOption fraction_option(std::string flag, std::string help, double Diag
   };
   o.set = [field, flag](DiagSettings& s, const std::string& text) {
     const double v = parse_number(flag, text);
-    DB_REQUIRE(v > 0 && v < 1, "--" + flag + ": '" + text + "' is not in (0, 1)");
+    if (!(v > 0 && v < 1)) throw Error("--" + flag + " = " + text + ": must be in (0, 1)");
     s.*field = v;
   };
   return o;

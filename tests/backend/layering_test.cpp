@@ -4,7 +4,10 @@
 //    and in core/communicator.* which wraps it. A collective on the world from inside a run
 //    deadlocks a sweep whose groups run different runs (issue 20: select_gpu(MPI_COMM_WORLD)).
 //  * backends are objects: no file outside a backend's folder includes ops/cpu/ or ops/cuda/,
-//    and the CUDA build flag appears in no source outside src/ops/cuda (and CMake).
+//    and the CUDA build flag appears in no source outside src/ops/cuda (and CMake). One
+//    exception: the generic launchers (ops/launch.hpp) include each backend's kernel templates
+//    (ops/cuda/launch.cuh, under nvcc only), since a functor's type cannot pass through a
+//    virtual call; that is the one door through which design arithmetic reaches a device.
 //  * core/ knows no other folder.
 #define BOOST_TEST_MODULE layering
 #include <boost/test/unit_test.hpp>
@@ -58,7 +61,9 @@ BOOST_AUTO_TEST_CASE(code_outside_a_backend_reaches_it_only_through_the_backend_
   for (const Source& s : sources()) {
     for (const std::string backend : {"cpu", "cuda"}) {
       const std::string folder = "ops/" + backend + "/";
-      if (!starts_with(s.path, folder) && s.text.find("#include \"" + folder) != std::string::npos)
+      const bool launcher = s.path == "ops/launch.hpp";
+      if (!starts_with(s.path, folder) && !launcher &&
+          s.text.find("#include \"" + folder) != std::string::npos)
         BOOST_ERROR(s.path + " includes " + folder + ": use the Backend object (ops/backend.hpp)");
     }
     if (!starts_with(s.path, "ops/cuda/") &&

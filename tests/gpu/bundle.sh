@@ -31,7 +31,8 @@ done
 MAX_MIB=${MAX_MIB:-40}
 say() { echo "[bundle] $*"; }
 die() { echo "[bundle] ERROR: $*" >&2; exit 1; }
-GPU_TESTS=$(cd "$ROOT/tests/gpu" && ls *_test.cpp | sed 's/\.cpp$//')
+# The gpu test programs, and the CUDA instance of the backend conformance suite (tests/backend).
+GPU_TESTS="$(cd "$ROOT/tests/gpu" && ls *_test.cpp | sed 's/\.cpp$//') backend_conformance_cuda"
 
 # 1. The programs, for Hopper (sm_90).
 if [[ -z $FROM_BUILD ]]; then

@@ -30,24 +30,6 @@ struct Backends {
   Vec random(size_t n, double scale = 1.0) { return random_floats(n, seed++, scale); }
 };
 
-// An output of both runs: the host vector and its device twin, equal at start.
-struct Pair {
-  Vec host;
-  DeviceBuffer<float> device;
-  explicit Pair(const Vec& start) : host(start), device(to_device<float>(start)) {}
-  float* cpu() { return host.data(); }
-  float* gpu() { return device.data(); }
-  Vec gpu_values() const { return device.download(); }
-};
-
-Vec zeros(size_t n) {
-  return Vec(n, 0.f);
-}
-
-bool close(const char* what, Pair& p) {
-  return within(what, relative_error(p.gpu_values(), p.host), kFp32Tolerance);
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are_deterministic) {

@@ -102,4 +102,23 @@ std::vector<float> as_input(const std::vector<float>& v) {
   return std::is_same_v<T, float> ? v : rounded_bf16(v);
 }
 
+// An output of both backends: the host vector (CPU) and its device twin (GPU), equal at start.
+struct Pair {
+  std::vector<float> host;
+  cuda::DeviceBuffer<float> device;
+  explicit Pair(const std::vector<float>& start) : host(start), device(to_device<float>(start)) {}
+  float* cpu() { return host.data(); }
+  float* gpu() { return device.data(); }
+  std::vector<float> gpu_values() const { return device.download(); }
+};
+
+inline std::vector<float> zeros(size_t n) {
+  return std::vector<float>(n, 0.f);
+}
+
+// The device twin against the host vector, in fp32 mode.
+inline bool close(const char* what, Pair& p) {
+  return within(what, relative_error(p.gpu_values(), p.host), kFp32Tolerance);
+}
+
 }  // namespace db::test

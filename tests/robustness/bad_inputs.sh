@@ -94,7 +94,7 @@ cp made/probe.h5 made/probe.weights int_status/
   int_status/probe.h5
 expect diagnose_int_status "int_status/probe.h5: attribute 'status' is an integer, expected a string" \
   "$DEPTHBENCH" diagnose int_status/probe.h5
-expect diagnose_negative_windows "--angular-windows = -5: must be ≥ 1" "$DEPTHBENCH" diagnose \
+expect diagnose_negative_windows "--angular-windows = -5: must be a whole number ≥ 1" "$DEPTHBENCH" diagnose \
   made/probe.h5 --angular-windows -5
 make_suite deep.ini "depths=100000"
 expect plan_depth_beyond_budget "is below the narrowest shape at L = 100000" "$DEPTHBENCH" plan deep.ini
