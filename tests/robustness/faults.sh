@@ -11,6 +11,12 @@
 #  3. a rank killed with SIGKILL mid-run: the job ends in seconds, a rerun resumes and completes;
 #  4. SIGTERM to mpirun: the ranks checkpoint and the job exits 75.
 # The full-disk cases need a tmpfs mount, so root; elsewhere they are skipped with a message.
+# Their mounts live in a private mount namespace, so they vanish with the test even when CTest
+# kills it at its timeout (an EXIT trap does not run then).
+if [ "$(id -u)" -eq 0 ] && [ -z "${DB_FAULTS_NAMESPACE:-}" ] &&
+  unshare --mount --propagation private true 2>/dev/null; then
+  DB_FAULTS_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
 source "$(dirname "$0")/../sweep/common.sh"
 source "$(dirname "$0")/probe_run.sh"
 cd "$WORK"
