@@ -106,10 +106,16 @@ class RankEncoder {
   // A dropped or repaired line: its location is kept (the first few), or ends the run (strict).
   void note(const InputFile& file, const DocumentIssue& issue) {
     std::string where = file.path;
-    if (issue.line > 0)
-      where += ":" + std::to_string(issue.line);
-    else if (issue.offset > 0)
-      where += " (byte " + std::to_string(issue.offset) + ")";
+    // Appended piece by piece: `where += ":" + std::to_string(n)` trips GCC 12's -Wrestrict
+    // false positive (its bug 105329).
+    if (issue.line > 0) {
+      where += ':';
+      where += std::to_string(issue.line);
+    } else if (issue.offset > 0) {
+      where += " (byte ";
+      where += std::to_string(issue.offset);
+      where += ')';
+    }
     if (options_.strict)
       throw Error(where + ": " + issue.reason +
                   " (--strict stops at the first dropped or repaired line)");
