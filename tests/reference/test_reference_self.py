@@ -488,8 +488,11 @@ def test_cli_roundtrip_and_adamw(tmp_path):
             for p in model.parameters():
                 p.grad.mul_(0.5 / gn)
         opt.step()
+    # Adam divides by sqrt(v): where a gradient is near zero, a last-bit difference from the BLAS
+    # kernel's summation order (OPENBLAS_CORETYPE) grows to ~1e-14 after three steps. A step moves
+    # a parameter by ~lr = 1e-2, so atol 1e-12 is still 1e-10 of one step.
     for n, p in model.named():
-        assert torch.allclose(p.detach(), final[n], rtol=1e-12, atol=1e-15), n
+        assert torch.allclose(p.detach(), final[n], rtol=1e-12, atol=1e-12), n
 
 
 def test_mhc_no_decay_names():

@@ -2,30 +2,32 @@
 # Kill -9 a sweep after a checkpoint exists, rerun it, and demand the same curves bit for bit as
 # an uninterrupted sweep; a third run must skip everything at once.
 source "$(dirname "$0")/common.sh" "$@"
-make_suite "$WORK/suite.ini" "designs=pre_ln" "depths=2" "pre_ln=3e-3" "train.steps=240" \
+STEPS=600
+make_suite "$WORK/suite.ini" "designs=pre_ln" "depths=2" "pre_ln=3e-3" "train.steps=$STEPS" \
   "train.checkpoint_interval=20"
 run="tiny__pre_ln__L2_d40__lr3e-03"
 
 "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/reference" --quiet
 
-# The interrupted sweep: mpirun in the background; kill -9 its ranks and mpirun itself once a
-# checkpoint exists and a few more steps were logged after it.
+# The interrupted sweep: mpirun in the background; kill -9 its ranks and mpirun itself as soon as a
+# checkpoint exists and the run's log shows steps after it. Waiting on events, not on a clock,
+# keeps the kill mid-run on a fast machine and a loaded one alike.
 "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \
   >"$WORK/killed.log" 2>&1 &
 launcher=$!
-for _ in $(seq 600); do
-  [ -f "$WORK/resumed/$run.ckpt" ] && break
-  sleep 0.05
+last_logged_step() { grep -o "step [0-9]*/$STEPS" "$WORK/resumed/$run.log" 2>/dev/null | tail -1 | tr -dc '0-9/' | cut -d/ -f1; }
+for _ in $(seq 6000); do
+  [ -f "$WORK/resumed/$run.ckpt" ] && [ "$(last_logged_step || true)" -gt 25 ] 2>/dev/null && break
+  sleep 0.01
 done
 [ -f "$WORK/resumed/$run.ckpt" ] || fail "no checkpoint appeared"
-sleep 0.7
 ranks=$(pgrep -P "$launcher" || true)
 kill -9 $ranks "$launcher" 2>/dev/null || true
 wait "$launcher" 2>/dev/null || true
 sleep 0.3
 [ -f "$WORK/resumed/$run.h5" ] && fail "the run finished before the kill; make it longer"
 [ -f "$WORK/resumed/$run.h5.tmp" ] || fail "no unfinished run file after the kill"
-echo "killed after: $(grep -o 'step [0-9]*/240' "$WORK/killed.log" | tail -1)"
+echo "killed after step $(last_logged_step) of $STEPS"
 
 "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \
   | tee "$WORK/rerun.log"
