@@ -1,8 +1,8 @@
 // An eleventh residual design defined entirely in this file, as a newcomer would add one: its
 // own parameters, its own DB_HD functors launched through ops/launch.hpp, and one registration
 // line. It then trains, stops with a checkpoint, resumes to the uninterrupted curve bit for bit
-// and is diagnosed, through the same entry points as the ten built-in designs (train_run,
-// run_diagnostics). The file is compiled by nvcc when the CUDA backend is built
+// is diagnosed and is sized by `plan`, through the same entry points as the ten built-in designs
+// (train_run, run_diagnostics, plan_suite). The file is compiled by nvcc when the CUDA backend is built
 // (tests/model/tests.cmake), so the design's functors reach the CUDA launcher too.
 //
 // The design, "gated_residual": Pre-LN whose branch outputs pass a learned per-channel gate,
@@ -21,8 +21,10 @@
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
 #include "model/residual/stream.hpp"
+#include "sweep/sweep_plan.hpp"
 #include "ops/launch.hpp"
 #include "support/h5_tensors.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/mpi_test_main.hpp"
 #include "train/trainer.hpp"
 
@@ -229,4 +231,30 @@ BOOST_AUTO_TEST_CASE(the_custom_design_trains_resumes_bit_for_bit_and_is_diagnos
       BOOST_TEST(!entry.datasets.empty());
     }
   }
+}
+
+// `plan` sizes a suite from the registry alone: the custom design is a registered run with its
+// gates counted, Pre-LN's FLOPs per parameter and a memory estimate of its own.
+BOOST_AUTO_TEST_CASE(the_custom_design_appears_in_plan) {
+  const sweep::Suite suite = sweep::parse_suite_text(
+      "[suite]\nname = custom\ndesigns = pre_ln, gated_residual\nbudget = total 60K\n"
+      "depths = 2\nshape_rule = sub1b\nheads = 2\n[learning_rates]\ndefault = 3e-3\n"
+      "[recipe]\nmodel.vocab_size = 257\ntrain.steps = 10\ntrain.seq_len = 32\n"
+      "train.global_batch = 8\ntrain.micro_batch = 2\ndata.train_files = none.npy\n",
+      "custom_design_test");
+  const std::vector<sweep::PlannedRun> runs = sweep::plan_suite(suite, "unused");
+  BOOST_REQUIRE(runs.size() == 2);
+  const auto of = [&](const std::string& arch) {
+    for (const sweep::PlannedRun& run : runs)
+      if (run.config.model.arch == arch) return run;
+    BOOST_FAIL("no run of " + arch);
+    return runs[0];
+  };
+  const sweep::PlannedRun gated = of("gated_residual"), pre_ln = of("pre_ln");
+  BOOST_TEST(gated.design_registered);
+  const ModelConfig& m = gated.config.model;
+  BOOST_TEST(gated.counts.total - pre_ln.counts.total == 2 * m.n_layer * m.d_model);  // the gates
+  BOOST_TEST(gated.flops > pre_ln.flops);
+  BOOST_TEST(estimate_memory(gated.config).weights_bytes >
+             estimate_memory(pre_ln.config).weights_bytes);
 }
