@@ -1,9 +1,9 @@
 // An eleventh residual design defined entirely in this file, as a newcomer would add one: its
 // own parameters, its own DB_HD functors launched through ops/launch.hpp, and one registration
-// line. It then trains, stops with a checkpoint, resumes to the uninterrupted curve bit for bit
+// line. It then trains, stops with a checkpoint, resumes to the uninterrupted curve bit for bit,
 // is diagnosed and is sized by `plan`, through the same entry points as the ten built-in designs
-// (train_run, run_diagnostics, plan_suite). The file is compiled by nvcc when the CUDA backend is built
-// (tests/model/tests.cmake), so the design's functors reach the CUDA launcher too.
+// (train_run, run_diagnostics, plan_suite). The file is compiled by nvcc when the CUDA backend
+// is built (tests/model/tests.cmake), so the design's functors reach the CUDA launcher too.
 //
 // The design, "gated_residual": Pre-LN whose branch outputs pass a learned per-channel gate,
 //   h = x + g_a ⊙ Attn(N_a(x));  x' = h + g_f ⊙ FFN(N_f(h));  features = N_final(x_L),
