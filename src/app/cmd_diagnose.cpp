@@ -8,6 +8,7 @@
 
 #include "app/command_line.hpp"
 #include "app/commands.hpp"
+#include "app/registry_listing.hpp"
 #include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "diag/diagnose.hpp"
@@ -21,11 +22,12 @@ int run_diagnose_command(int argc, char** argv) {
   diag::DiagnoseOptions options;
   diag::DiagSettings& s = options.settings;
   std::string only, hf_out;
-  bool quiet = false;
+  bool quiet = false, list = false, json = false;
   uint64_t seed = s.seed;
   po::options_description described(
       "usage: depthbench diagnose RUN.h5 [options]\n"
-      "       depthbench diagnose --hf DIR --tokens GLOB [--out FILE.h5] [options]\n\n"
+      "       depthbench diagnose --hf DIR --tokens GLOB [--out FILE.h5] [options]\n"
+      "       depthbench diagnose --list [--json]\n\n"
       "Loads the final weights of a completed run (NAME.weights beside NAME.h5) and writes\n"
       "the diagnostics into NAME.h5's diagnostics/ group; or loads a LLaMA-family Hugging Face\n"
       "checkpoint folder and writes them into FILE.h5. Diagnostics: " +
@@ -36,7 +38,11 @@ int run_diagnose_command(int argc, char** argv) {
         return names;
       }() +
       "\n\noptions");
-  described.add_options()("help,h", "print this help")("run", po::value(&options.run_file),
+  described.add_options()("help,h", "print this help")(
+      "list", po::bool_switch(&list),
+      "list the diagnostics with their options, defaults and datasets, and stop")(
+      "json", po::bool_switch(&json), "--list: as JSON, for programs")(
+      "run", po::value(&options.run_file),
                                                        "the run file NAME.h5 (positional)")(
       "hf", po::value(&options.hf_dir), "a Hugging Face checkpoint folder instead of a run")(
       "out", po::value(&hf_out), "--hf: the result file (default: DIR's name + .diag.h5 here)")(
@@ -73,6 +79,12 @@ int run_diagnose_command(int argc, char** argv) {
   po::variables_map vm;
   if (const auto stop = parse_command_line("diagnose", argc, argv, described, vm, &positional))
     return *stop;
+  if (list) {
+    if (Communicator::world().rank() == 0)
+      std::fputs((json ? diagnostics_json() : diagnostics_text()).c_str(), stdout);
+    return 0;
+  }
+  DB_REQUIRE(!json, "--json goes with --list");
   DB_REQUIRE(options.run_file.empty() != options.hf_dir.empty(), "give either RUN.h5 or --hf DIR");
   if (!options.hf_dir.empty() && hf_out.empty()) {
     std::filesystem::path dir = std::filesystem::absolute(options.hf_dir).lexically_normal();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "diag/diagnostics.hpp"
 #include "model/residual/registry.hpp"
 #include "util/json.hpp"
 
@@ -79,6 +80,45 @@ std::string designs_text() {
     if (state > 0)
       out << "    state per token and block at d_model " << kListingDModel << ": " << state
           << " values\n";
+  }
+  return out.str();
+}
+
+std::string diagnostics_json() {
+  const diag::DiagSettings defaults;
+  std::ostringstream out;
+  out << "{\n  \"schema\": 1,\n  \"interval_suffixes\": [\"_ci_low\", \"_ci_high\"],\n"
+      << "  \"diagnostics\": [";
+  bool first = true;
+  for (const diag::Diagnostic& d : diag::all_diagnostics()) {
+    out << (first ? "" : ",") << "\n    {\"name\": " << json_quote(d.name)
+        << ", \"summary\": " << json_quote(d.summary) << ",\n     \"options\": [";
+    for (size_t i = 0; i < d.options.size(); ++i) {
+      const diag::DiagnosticOption& o = d.options[i];
+      out << (i ? "," : "") << "\n       {\"flag\": " << json_quote(o.flag)
+          << ", \"default\": " << json_quote(o.value(defaults))
+          << ", \"help\": " << json_quote(o.help) << "}";
+    }
+    out << "],\n     \"datasets\": " << json_strings(d.datasets) << "}";
+    first = false;
+  }
+  out << "\n  ]\n}\n";
+  return out.str();
+}
+
+std::string diagnostics_text() {
+  const diag::DiagSettings defaults;
+  std::ostringstream out;
+  for (const diag::Diagnostic& d : diag::all_diagnostics()) {
+    out << d.name << ": " << d.summary << "\n";
+    for (const diag::DiagnosticOption& o : d.options) {
+      const std::string value = o.value(defaults);
+      out << "    --" << o.flag << " " << (value.empty() ? "''" : value) << "   " << o.help
+          << "\n";
+    }
+    out << "    writes diagnostics/:";
+    for (const std::string& name : d.datasets) out << " " << name;
+    out << "\n";
   }
   return out.str();
 }

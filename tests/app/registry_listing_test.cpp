@@ -1,6 +1,7 @@
 // `depthbench designs --json` is the registry: parsed back, every entry's name, display name,
 // order, options with defaults and ranges, no-decay parameters and state match all_designs(),
-// and the executable prints the same JSON.
+// and the executable prints the same JSON; `depthbench diagnose --list` likewise lists the
+// diagnostics as they declare themselves.
 #define BOOST_TEST_MODULE designs listing
 #define BOOST_TEST_DYN_LINK
 #include "app/registry_listing.hpp"
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "diag/diagnostics.hpp"
 #include "model/residual/registry.hpp"
 #include "util/json.hpp"
 
@@ -89,4 +91,33 @@ BOOST_AUTO_TEST_CASE(the_executable_prints_the_same_json_and_a_text_listing) {
     for (const DesignOption& o : d.options)
       BOOST_TEST(text.find("model." + o.key) != std::string::npos, o.key);
   }
+}
+
+BOOST_AUTO_TEST_CASE(diagnose_list_prints_every_diagnostic_with_its_options_and_datasets) {
+  const JsonValue root = parse_json(app::diagnostics_json());
+  const JsonArray& listed = root.find("diagnostics")->as_array();
+  const std::vector<diag::Diagnostic>& all = diag::all_diagnostics();
+  BOOST_TEST_REQUIRE(listed.size() == all.size());
+  const diag::DiagSettings defaults;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const diag::Diagnostic& d = all[i];
+    const JsonValue& e = listed[i];
+    BOOST_TEST_CONTEXT(d.name) {
+      BOOST_TEST(text_of(e, "name") == d.name);
+      BOOST_TEST(text_of(e, "summary") == d.summary);
+      const JsonArray& options = e.find("options")->as_array();
+      BOOST_TEST_REQUIRE(options.size() == d.options.size());
+      for (size_t k = 0; k < options.size(); ++k) {
+        BOOST_TEST(text_of(options[k], "flag") == d.options[k].flag);
+        BOOST_TEST(text_of(options[k], "default") == d.options[k].value(defaults));
+      }
+      const JsonArray& datasets = e.find("datasets")->as_array();
+      BOOST_TEST_REQUIRE(datasets.size() == d.datasets.size());
+      for (size_t k = 0; k < datasets.size(); ++k)
+        BOOST_TEST(datasets[k].as_string() == d.datasets[k]);
+    }
+  }
+  const std::string binary = std::string(DEPTHBENCH_BINARY_DIR) + "/depthbench";
+  BOOST_TEST(command_output(binary + " diagnose --list --json") == app::diagnostics_json());
+  BOOST_TEST(command_output(binary + " diagnose --list") == app::diagnostics_text());
 }

@@ -96,3 +96,19 @@ def test_a_file_that_is_not_a_catalog_is_a_usage_error(tmp_path, capsys):
               learning_rate=1e-3, val_loss=3.0)
     assert cli.main(["rank", str(tmp_path / "runs"), "--designs", str(bad)]) == 2
     assert "--designs" in capsys.readouterr().err
+
+
+@needs_binary
+def test_every_diagnostics_name_read_here_is_one_the_executable_declares():
+    # names.py's DIAG_* constants against `depthbench diagnose --list --json`: a dataset renamed
+    # in src/diag fails here instead of silently vanishing from the tables.
+    listing = json.loads(subprocess.run([DEPTHBENCH_BIN, "diagnose", "--list", "--json"],
+                                        check=True, capture_output=True, text=True).stdout)
+    declared = {name for d in listing["diagnostics"] for name in d["datasets"]}
+    assert listing["interval_suffixes"] == [names.DIAG_CI_LOW_SUFFIX, names.DIAG_CI_HIGH_SUFFIX]
+    for constant in (c for c in dir(names) if c.startswith("DIAG_") and "SUFFIX" not in c):
+        value = getattr(names, constant)
+        if value.endswith("_"):  # a prefix, e.g. domain_nll_<task>
+            assert any(name.startswith(value) for name in declared), constant
+        else:
+            assert value in declared, constant
