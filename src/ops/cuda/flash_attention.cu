@@ -62,19 +62,13 @@ __device__ __forceinline__ uint32_t load_pair(const bf16* p) {  // p 4-byte alig
 // elements of a register are adjacent columns: one 32-bit load.
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], const bf16* s, int stride, int lane) {
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const FragmentIndex e = mma_a_register(lane, r);
-    a[r] = load_pair(s + e.row * stride + e.col);
-  }
+  for (int r = 0; r < 4; ++r) a[r] = load_pair(s + a_register_offset(lane, r, stride));
 }
 // B(k, n) = s[n·stride + k] ("n-major": Kᵀ for Q·Kᵀ, Qᵀ for K·Qᵀ, ...): one 32-bit load.
 __device__ __forceinline__ void load_b_n_major(uint32_t (&b)[2], const bf16* s, int stride,
                                                int lane) {
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const FragmentIndex e = mma_b_register(lane, r);
-    b[r] = load_pair(s + e.col * stride + e.row);
-  }
+  for (int r = 0; r < 2; ++r) b[r] = load_pair(s + b_n_major_register_offset(lane, r, stride));
 }
 // B(k, n) = s[k·stride + n] ("k-major": V for P·V, K for dS·K, ...): the two elements of a
 // register are in adjacent rows, two 16-bit loads.
@@ -82,8 +76,8 @@ __device__ __forceinline__ void load_b_k_major(uint32_t (&b)[2], const bf16* s, 
                                                int lane) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const FragmentIndex e = mma_b_register(lane, r);
-    b[r] = pack(s[e.row * stride + e.col], s[(e.row + 1) * stride + e.col]);
+    const bf16* first = s + b_k_major_register_offset(lane, r, stride);
+    b[r] = pack(first[0], first[stride]);
   }
 }
 // The 16×16 block held by two C tiles (columns 0–7 in `left`, 8–15 in `right`) as an A

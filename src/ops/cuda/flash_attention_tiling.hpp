@@ -74,6 +74,25 @@ DB_HD FragmentIndex mma_b_register(int lane, int r) {
   return mma_b_element(lane, 2 * r);
 }
 
+// Where the kernels load each fragment register from a shared-memory tile of row stride
+// `stride` (elements): the offset of its first element; the second element is at +1 (A, and B
+// "n-major") or +stride (B "k-major").
+//   A(row, col) = tile[row·stride + col]           (Q, K, V, dO rows)
+//   B(k, n)     = tile[n·stride + k]  "n-major"    (Kᵀ in Q·Kᵀ, Vᵀ in dO·Vᵀ, Qᵀ in K·Qᵀ, ...)
+//   B(k, n)     = tile[k·stride + n]  "k-major"    (V in P·V, K in dS·K, Q in dSᵀ·Q, ...)
+DB_HD int a_register_offset(int lane, int r, int stride) {
+  const FragmentIndex e = mma_a_register(lane, r);
+  return e.row * stride + e.col;
+}
+DB_HD int b_n_major_register_offset(int lane, int r, int stride) {
+  const FragmentIndex e = mma_b_register(lane, r);
+  return e.col * stride + e.row;
+}
+DB_HD int b_k_major_register_offset(int lane, int r, int stride) {
+  const FragmentIndex e = mma_b_register(lane, r);
+  return e.row * stride + e.col;
+}
+
 // FlashAttention-2's register reuse: the accumulators of two adjacent 16×8 C tiles (columns
 // 0–7 and 8–15 of a 16×16 block) hold, lane by lane, exactly the elements of that block as an A
 // operand. A register r is packed from C tile `c_tile_of_a_register(r)`, elements
