@@ -1,7 +1,7 @@
 // The index arithmetic of the tensor-core flash attention (src/ops/cuda/flash_attention_tiling.hpp)
 // on the CPU — the part of the kernels that can be checked without a GPU: the mma.sync m16n8k16
-// fragment maps cover their tiles exactly once, the shared-memory offsets the kernels load
-// fragments from put the intended operand element into every register half, the S accumulators
+// fragment maps cover their tiles exactly once, the ldmatrix row addresses the kernels give put
+// the intended operand element into every register half, the S accumulators
 // re-read as the P operand are the right elements, and the causal tile loops and block skips never
 // drop a visible (query, key) pair nor skip the mask where one is needed.
 #define BOOST_TEST_MODULE flash_attention_tiling
@@ -92,30 +92,39 @@ BOOST_AUTO_TEST_CASE(register_pairs_are_adjacent_elements) {
   }
 }
 
-// A shared tile whose element at offset x holds the value x: what a fragment register loads
-// from an offset tells which tile element it got.
-BOOST_AUTO_TEST_CASE(fragment_loads_put_the_intended_operand_elements_in_every_register) {
+// ldmatrix.sync.aligned.m8n8.x4(.trans).b16 as the PTX ISA defines it: lanes 8m..8m+7 give the
+// row addresses (`row_offset` of their lane) of 8×8 matrix m; lane L receives in register m the
+// elements (L/4, 2·(L%4) + half) of matrix m, or with .trans (2·(L%4) + half, L/4). Returns the
+// tile offset that lands in half `half` of register `m` of lane `lane`.
+template <class RowOffset>
+int ldmatrix_source(RowOffset row_offset, int stride, bool transpose, int lane, int m, int half) {
+  const int row = transpose ? 2 * (lane % 4) + half : lane / 4;
+  const int col = transpose ? lane / 4 : 2 * (lane % 4) + half;
+  return row_offset(8 * m + row, stride) + col;
+}
+
+BOOST_AUTO_TEST_CASE(ldmatrix_loads_put_the_intended_operand_element_in_every_register_half) {
   for (int stride : {72, 88, 136}) {  // the kernels' strides HDP + 8
     for (int lane = 0; lane < 32; ++lane) {
-      for (int r = 0; r < 4; ++r) {
-        // A(row, col) = tile[row·stride + col]; the second half one element further.
-        const int offset = a_register_offset(lane, r, stride);
+      const int row = ldmatrix_a_row(lane, stride);  // rows start 16-byte aligned
+      BOOST_TEST(row % 8 == 0);
+      BOOST_TEST(ldmatrix_b_n_major_row(lane, stride) % 8 == 0);
+      BOOST_TEST(ldmatrix_b_k_major_row(lane, stride) % 8 == 0);
+      for (int m = 0; m < 4; ++m)
         for (int half = 0; half < 2; ++half) {
-          const FragmentIndex want = mma_a_element(lane, 2 * r + half);
-          BOOST_TEST(offset + half == want.row * stride + want.col);
+          // A(row, col) = tile[row·stride + col]: register m holds A elements 2m, 2m+1.
+          const FragmentIndex a = mma_a_element(lane, 2 * m + half);
+          BOOST_TEST(ldmatrix_source(ldmatrix_a_row, stride, false, lane, m, half) ==
+                     a.row * stride + a.col);
+          // Two B tiles: register m holds b[m / 2][m % 2], i.e. elements 2·(m%2) + half of the
+          // tile whose n starts at 8·(m/2).
+          const FragmentIndex b = mma_b_element(lane, 2 * (m % 2) + half);
+          const int n = b.col + kMmaN * (m / 2), k = b.row;
+          BOOST_TEST(ldmatrix_source(ldmatrix_b_n_major_row, stride, false, lane, m, half) ==
+                     n * stride + k);
+          BOOST_TEST(ldmatrix_source(ldmatrix_b_k_major_row, stride, true, lane, m, half) ==
+                     k * stride + n);
         }
-      }
-      for (int r = 0; r < 2; ++r) {
-        // n-major: B(k, n) = tile[n·stride + k], the second half one element further.
-        const int n_major = b_n_major_register_offset(lane, r, stride);
-        // k-major: B(k, n) = tile[k·stride + n], the second half one row further.
-        const int k_major = b_k_major_register_offset(lane, r, stride);
-        for (int half = 0; half < 2; ++half) {
-          const FragmentIndex want = mma_b_element(lane, 2 * r + half);
-          BOOST_TEST(n_major + half == want.col * stride + want.row);
-          BOOST_TEST(k_major + half * stride == want.row * stride + want.col);
-        }
-      }
     }
   }
 }

@@ -35,13 +35,14 @@ struct Dims {
 
 template <int HDP>
 constexpr int kStride = HDP + 8;  // shared row stride in bf16 elements
+// Padded head dims are whole mma k-steps and pairs of 8-column tiles (flash::padded_head_dim).
+static_assert(kMmaK == 2 * kMmaN);
 
 // ---- mma.sync and its fragments --------------------------------------------------------------
 // d += a·b for one 16×8×16 tile; a, b, d in the layouts of flash::mma_*_element.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
                                          const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -54,31 +55,38 @@ __device__ __forceinline__ uint32_t pack(bf16 low, bf16 high) {
 __device__ __forceinline__ uint32_t pack(float low, float high) {
   return pack(__float2bfloat16(low), __float2bfloat16(high));
 }
-__device__ __forceinline__ uint32_t load_pair(const bf16* p) {  // p 4-byte aligned
-  return *reinterpret_cast<const uint32_t*>(p);
+// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 from `row` (this lane's row address).
+template <bool kTranspose>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* row) {
+  const uint32_t address = uint32_t(__cvta_generic_to_shared(row));
+  if constexpr (kTranspose)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
 }
 
-// A = the 16×16 block at `s` of a row-major shared tile: A(r, c) = s[r·stride + c]. The two
-// elements of a register are adjacent columns: one 32-bit load.
+// A = the 16×16 block at `s` of a row-major shared tile: A(r, c) = s[r·stride + c].
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], const bf16* s, int stride, int lane) {
-#pragma unroll
-  for (int r = 0; r < 4; ++r) a[r] = load_pair(s + a_register_offset(lane, r, stride));
+  ldmatrix_x4<false>(a, s + ldmatrix_a_row(lane, stride));
 }
-// B(k, n) = s[n·stride + k] ("n-major": Kᵀ for Q·Kᵀ, Qᵀ for K·Qᵀ, ...): one 32-bit load.
-__device__ __forceinline__ void load_b_n_major(uint32_t (&b)[2], const bf16* s, int stride,
-                                               int lane) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) b[r] = load_pair(s + b_n_major_register_offset(lane, r, stride));
+// The B fragments of two adjacent 16×8 tiles (n 0–7 in b[0], 8–15 in b[1]), see
+// flash::ldmatrix_b_*_row. "n-major": B(k, n) = s[n·stride + k]; "k-major": B(k, n) =
+// s[k·stride + n].
+__device__ __forceinline__ void load_b_pair_n_major(uint32_t (&b)[2][2], const bf16* s, int stride,
+                                                    int lane) {
+  uint32_t r[4];
+  ldmatrix_x4<false>(r, s + ldmatrix_b_n_major_row(lane, stride));
+  b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
 }
-// B(k, n) = s[k·stride + n] ("k-major": V for P·V, K for dS·K, ...): the two elements of a
-// register are in adjacent rows, two 16-bit loads.
-__device__ __forceinline__ void load_b_k_major(uint32_t (&b)[2], const bf16* s, int stride,
-                                               int lane) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const bf16* first = s + b_k_major_register_offset(lane, r, stride);
-    b[r] = pack(first[0], first[stride]);
-  }
+__device__ __forceinline__ void load_b_pair_k_major(uint32_t (&b)[2][2], const bf16* s, int stride,
+                                                    int lane) {
+  uint32_t r[4];
+  ldmatrix_x4<true>(r, s + ldmatrix_b_k_major_row(lane, stride));
+  b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
 }
 // The 16×16 block held by two C tiles (columns 0–7 in `left`, 8–15 in `right`) as an A
 // operand, rounded to bf16 (flash::c_tile_of_a_register).
@@ -201,10 +209,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < HDP / kMmaK; ++kk) {
 #pragma unroll
-      for (int j = 0; j < kTileCols / kMmaN; ++j) {
-        uint32_t kb[2];
-        load_b_n_major(kb, Ks + j * kMmaN * S + kk * kMmaK, S, lane);
-        mma_bf16(s[j], q_frag[kk], kb);
+      for (int j = 0; j < kTileCols / kMmaN; j += 2) {
+        uint32_t kb[2][2];
+        load_b_pair_n_major(kb, Ks + j * kMmaN * S + kk * kMmaK, S, lane);
+        mma_bf16(s[j], q_frag[kk], kb[0]);
+        mma_bf16(s[j + 1], q_frag[kk], kb[1]);
       }
     }
     const bool unmasked = block_fully_visible(row0, kMmaM, k0, kTileCols, d.seq_len);
@@ -228,7 +237,7 @@ __global__ void __launch_bounds__(kThreads)
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
       // Key 0 is visible to every (clamped) row in the first tile: row_max is finite after it.
       const float m_new = fmaxf(row_max[half], m);
-      correction[half] = expf(row_max[half] - m_new);  // 0 on the first tile
+      correction[half] = __expf(row_max[half] - m_new);  // 0 on the first tile
       row_max[half] = m_new;
       row_sum[half] *= correction[half];
     }
@@ -236,7 +245,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < kTileCols / kMmaN; ++j) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        s[j][i] = expf(s[j][i] - row_max[i >> 1]);  // masked: exp(−inf) = 0
+        s[j][i] = __expf(s[j][i] - row_max[i >> 1]);  // masked: exp(−inf) = 0
         row_sum[i >> 1] += s[j][i];
       }
     }
@@ -251,10 +260,11 @@ __global__ void __launch_bounds__(kThreads)
       uint32_t p_frag[4];
       a_from_c(p_frag, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
-      for (int n = 0; n < HDP / kMmaN; ++n) {
-        uint32_t vb[2];
-        load_b_k_major(vb, Vs + kk * kMmaK * S + n * kMmaN, S, lane);
-        mma_bf16(acc[n], p_frag, vb);
+      for (int n = 0; n < HDP / kMmaN; n += 2) {
+        uint32_t vb[2][2];
+        load_b_pair_k_major(vb, Vs + kk * kMmaK * S + n * kMmaN, S, lane);
+        mma_bf16(acc[n], p_frag, vb[0]);
+        mma_bf16(acc[n + 1], p_frag, vb[1]);
       }
     }
   }
@@ -351,13 +361,13 @@ __global__ void __launch_bounds__(kThreads)
           uint32_t k_frag[4], v_frag[4];
           load_a(k_frag, k_warp + kk * kMmaK, S, lane);
           load_a(v_frag, v_warp + kk * kMmaK, S, lane);
+          uint32_t q_b[2][2], do_b[2][2];  // the block's 16 queries: two tiles of 8
+          load_b_pair_n_major(q_b, Qs + qb * S + kk * kMmaK, S, lane);
+          load_b_pair_n_major(do_b, dOs + qb * S + kk * kMmaK, S, lane);
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
-            uint32_t qb_frag[2], dob_frag[2];
-            load_b_n_major(qb_frag, Qs + (qb + j * kMmaN) * S + kk * kMmaK, S, lane);
-            load_b_n_major(dob_frag, dOs + (qb + j * kMmaN) * S + kk * kMmaK, S, lane);
-            mma_bf16(st[j], k_frag, qb_frag);
-            mma_bf16(dpt[j], v_frag, dob_frag);
+            mma_bf16(st[j], k_frag, q_b[j]);
+            mma_bf16(dpt[j], v_frag, do_b[j]);
           }
         }
         // The block's queries are its columns here: (row, col) = (key, query).
@@ -369,7 +379,7 @@ __global__ void __launch_bounds__(kThreads)
             const FragmentIndex e = mma_c_element(lane, i);
             const int r = qb + j * kMmaN + e.col;  // the query's row in the tile
             const bool visible = unmasked || key_visible(q0 + r, key0 + e.row, d.seq_len);
-            const float p = visible ? expf(st[j][i] * d.scale - lse_s[r]) : 0.f;
+            const float p = visible ? __expf(st[j][i] * d.scale - lse_s[r]) : 0.f;
             st[j][i] = p;
             dpt[j][i] = p * (dpt[j][i] - delta_s[r]) * d.scale;
           }
@@ -378,12 +388,15 @@ __global__ void __launch_bounds__(kThreads)
         a_from_c(p_frag, st[0], st[1]);
         a_from_c(ds_frag, dpt[0], dpt[1]);
 #pragma unroll
-        for (int n = 0; n < HDP / kMmaN; ++n) {
-          uint32_t do_b[2], q_b[2];
-          load_b_k_major(do_b, dOs + qb * S + n * kMmaN, S, lane);
-          load_b_k_major(q_b, Qs + qb * S + n * kMmaN, S, lane);
-          mma_bf16(dv_acc[n], p_frag, do_b);
-          mma_bf16(dk_acc[n], ds_frag, q_b);
+        for (int n = 0; n < HDP / kMmaN; n += 2) {
+          uint32_t do_b[2][2], q_b[2][2];
+          load_b_pair_k_major(do_b, dOs + qb * S + n * kMmaN, S, lane);
+          load_b_pair_k_major(q_b, Qs + qb * S + n * kMmaN, S, lane);
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            mma_bf16(dv_acc[n + t], p_frag, do_b[t]);
+            mma_bf16(dk_acc[n + t], ds_frag, q_b[t]);
+          }
         }
       }
     }
@@ -450,13 +463,13 @@ __global__ void __launch_bounds__(kThreads)
       float s[2][4] = {}, dp[2][4] = {};
 #pragma unroll
       for (int kk = 0; kk < HDP / kMmaK; ++kk) {
+        uint32_t k_b[2][2], v_b[2][2];  // the block's 16 keys: two tiles of 8
+        load_b_pair_n_major(k_b, Ks + kb * S + kk * kMmaK, S, lane);
+        load_b_pair_n_major(v_b, Vs + kb * S + kk * kMmaK, S, lane);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          uint32_t k_b[2], v_b[2];
-          load_b_n_major(k_b, Ks + (kb + j * kMmaN) * S + kk * kMmaK, S, lane);
-          load_b_n_major(v_b, Vs + (kb + j * kMmaN) * S + kk * kMmaK, S, lane);
-          mma_bf16(s[j], q_frag[kk], k_b);
-          mma_bf16(dp[j], do_frag[kk], v_b);
+          mma_bf16(s[j], q_frag[kk], k_b[j]);
+          mma_bf16(dp[j], do_frag[kk], v_b[j]);
         }
       }
       const bool unmasked = block_fully_visible(row0, kMmaM, key_first, kBlock, d.seq_len);
@@ -467,17 +480,18 @@ __global__ void __launch_bounds__(kThreads)
           const FragmentIndex e = mma_c_element(lane, i);
           const int key = key_first + j * kMmaN + e.col;
           const bool visible = unmasked || key_visible(row0 + e.row, key, d.seq_len);
-          const float p = visible ? expf(s[j][i] * d.scale - row_lse[i >> 1]) : 0.f;
+          const float p = visible ? __expf(s[j][i] * d.scale - row_lse[i >> 1]) : 0.f;
           dp[j][i] = p * (dp[j][i] - row_delta[i >> 1]) * d.scale;
         }
       }
       uint32_t ds_frag[4];
       a_from_c(ds_frag, dp[0], dp[1]);
 #pragma unroll
-      for (int n = 0; n < HDP / kMmaN; ++n) {
-        uint32_t k_b[2];
-        load_b_k_major(k_b, Ks + kb * S + n * kMmaN, S, lane);
-        mma_bf16(dq_acc[n], ds_frag, k_b);
+      for (int n = 0; n < HDP / kMmaN; n += 2) {
+        uint32_t k_b[2][2];
+        load_b_pair_k_major(k_b, Ks + kb * S + n * kMmaN, S, lane);
+        mma_bf16(dq_acc[n], ds_frag, k_b[0]);
+        mma_bf16(dq_acc[n + 1], ds_frag, k_b[1]);
       }
     }
   }

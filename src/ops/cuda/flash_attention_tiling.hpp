@@ -74,23 +74,29 @@ DB_HD FragmentIndex mma_b_register(int lane, int r) {
   return mma_b_element(lane, 2 * r);
 }
 
-// Where the kernels load each fragment register from a shared-memory tile of row stride
-// `stride` (elements): the offset of its first element; the second element is at +1 (A, and B
-// "n-major") or +stride (B "k-major").
-//   A(row, col) = tile[row·stride + col]           (Q, K, V, dO rows)
-//   B(k, n)     = tile[n·stride + k]  "n-major"    (Kᵀ in Q·Kᵀ, Vᵀ in dO·Vᵀ, Qᵀ in K·Qᵀ, ...)
-//   B(k, n)     = tile[k·stride + n]  "k-major"    (V in P·V, K in dS·K, Q in dSᵀ·Q, ...)
-DB_HD int a_register_offset(int lane, int r, int stride) {
-  const FragmentIndex e = mma_a_register(lane, r);
-  return e.row * stride + e.col;
+// Fragments are loaded from shared memory by ldmatrix.sync.aligned.m8n8.x4(.trans).b16 (PTX
+// ISA "Warp-level matrix load instruction: ldmatrix"): lanes 8m..8m+7 give the addresses of rows
+// 0..7 of 8×8 matrix m (16 contiguous bytes each); lane L receives in register m the elements
+// (L/4, 2·(L%4)) and (L/4, 2·(L%4) + 1) of matrix m, or with .trans (2·(L%4), L/4) and
+// (2·(L%4) + 1, L/4). The functions give the offset (elements) of the row a lane addresses in a
+// shared tile of row stride `stride`, for the three operand layouts of the kernels:
+//   A(row, col) = tile[row·stride + col]: one 16×16 A fragment, register m = matrix m
+//     (Q, K, V, dO rows);
+//   B(k, n) = tile[n·stride + k], "n-major", no .trans: the B fragments of two adjacent 16×8
+//     tiles (n 0–7, 8–15), register m = b[m / 2][m % 2] (Kᵀ in Q·Kᵀ, Vᵀ in dO·Vᵀ, Qᵀ in K·Qᵀ);
+//   B(k, n) = tile[k·stride + n], "k-major", .trans: the same two B fragments
+//     (V in P·V, K in dS·K, Q and dO in dSᵀ·Q and Pᵀ·dO).
+DB_HD int ldmatrix_a_row(int lane, int stride) {
+  const int matrix = lane >> 3, row = lane & 7;  // register m: rows 8·(m%2)…, cols 8·(m/2)…
+  return (row + 8 * (matrix & 1)) * stride + 8 * (matrix >> 1);
 }
-DB_HD int b_n_major_register_offset(int lane, int r, int stride) {
-  const FragmentIndex e = mma_b_register(lane, r);
-  return e.col * stride + e.row;
+DB_HD int ldmatrix_b_n_major_row(int lane, int stride) {
+  const int matrix = lane >> 3, row = lane & 7;  // b[t][r]: n 8t…, k 8r…
+  return (row + 8 * (matrix >> 1)) * stride + 8 * (matrix & 1);
 }
-DB_HD int b_k_major_register_offset(int lane, int r, int stride) {
-  const FragmentIndex e = mma_b_register(lane, r);
-  return e.row * stride + e.col;
+DB_HD int ldmatrix_b_k_major_row(int lane, int stride) {
+  const int matrix = lane >> 3, row = lane & 7;  // b[t][r]: k 8r…, n 8t…
+  return (row + 8 * (matrix & 1)) * stride + 8 * (matrix >> 1);
 }
 
 // FlashAttention-2's register reuse: the accumulators of two adjacent 16×8 C tiles (columns
