@@ -35,6 +35,9 @@ struct Dims {
 
 template <int HDP>
 constexpr int kStride = HDP + 8;  // shared row stride in bf16 elements
+// One buffer of two 64-row tiles (K and V, or Q and dO).
+template <int HDP>
+constexpr int kKeyBuffer = kStride<HDP> * 2 * kTileCols;
 // Padded head dims are whole mma k-steps and pairs of 8-column tiles (flash::padded_head_dim).
 static_assert(kMmaK == 2 * kMmaN);
 
@@ -101,23 +104,52 @@ __device__ __forceinline__ void a_from_c(uint32_t (&a)[4], const float (&left)[4
 }
 
 // ---- global → shared --------------------------------------------------------------------------
-// Rows [row0, row0 + rows) of one head of a [B, T, heads, hd] tensor (`head` points at its
-// element (b, 0, h, 0)) into a [rows][HDP + 8] shared tile; rows ≥ T and columns ≥ hd are zero
-// (the head_dim padding). VEC elements per load, VEC dividing hd (flash::vector_width).
+// cp.async (sm_80+): a copy global → shared that does not pass through registers, so the next
+// tile arrives while the current one is computed. BYTES (4 or 16) are copied when `copy`, else
+// BYTES zeros are written (src-size 0; `src` is then not read). A thread's copies are complete
+// after cp_async_commit() and cp_async_wait<N>() (all but its N newest groups), everyone's after
+// a __syncthreads() that follows.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, bool copy) {
+  static_assert(BYTES == 4 || BYTES == 16);
+  const uint32_t address = uint32_t(__cvta_generic_to_shared(dst));
+  const int src_bytes = copy ? BYTES : 0;
+  if constexpr (BYTES == 16)  // .cg: through L2 only (the tile is read once per block)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(address), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Starts copying rows [row0, row0 + rows) of one head of a [B, T, heads, hd] tensor (`head`
+// points at its element (b, 0, h, 0)) into a [rows][HDP + 8] shared tile; rows ≥ T and columns
+// ≥ hd become zero (the head_dim padding). VEC elements per copy, VEC dividing hd
+// (flash::vector_width); 2-byte elements (odd hd) are stored directly (cp.async has no 2-byte
+// form).
 template <int HDP, int VEC>
 __device__ __forceinline__ void load_rows_vec(bf16* tile, const bf16* __restrict__ head, int row0,
                                               int rows, const Dims& d, int heads) {
-  using Vector =
-      std::conditional_t<VEC == 8, uint4, std::conditional_t<VEC == 2, uint32_t, uint16_t>>;
-  static_assert(sizeof(Vector) == VEC * sizeof(bf16));
   constexpr int kPerRow = HDP / VEC;
   for (int idx = threadIdx.x; idx < rows * kPerRow; idx += blockDim.x) {
     const int r = idx / kPerRow, e = (idx % kPerRow) * VEC;
     const int t = row0 + r;
-    Vector value{};  // zero: padding
-    if (t < d.seq_len && e < d.head_dim)
-      value = *reinterpret_cast<const Vector*>(head + int64_t(t) * heads * d.head_dim + e);
-    *reinterpret_cast<Vector*>(tile + r * kStride<HDP> + e) = value;
+    const bool inside = t < d.seq_len && e < d.head_dim;
+    const bf16* src = inside ? head + int64_t(t) * heads * d.head_dim + e : head;
+    bf16* dst = tile + r * kStride<HDP> + e;
+    if constexpr (VEC == 1)
+      *dst = inside ? *src : __ushort_as_bfloat16(0);
+    else
+      cp_async<VEC * sizeof(bf16)>(dst, src, inside);
   }
 }
 template <int HDP>
@@ -169,8 +201,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int S = kStride<HDP>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_bytes);
-  bf16* Ks = Qs + kTileRows * S;
-  bf16* Vs = Ks + kTileCols * S;
+  bf16* key_buffers = Qs + kTileRows * S;  // two buffers of (K, V) [2][64][S]
 
   const int bh = blockIdx.y, b = bh / d.heads, h = bh % d.heads;
   const int kvh = h / (d.heads / d.kv_heads);
@@ -179,8 +210,18 @@ __global__ void __launch_bounds__(kThreads)
   const int row0 = q0 + warp * kMmaM;  // the warp's first query
   const bf16* k_head = k + head_offset(b, kvh, d, d.kv_heads);
   const bf16* v_head = v + head_offset(b, kvh, d, d.kv_heads);
+  const int key_tiles = (key_end(q0, kTileRows, d.seq_len) + kTileCols - 1) / kTileCols;
+  auto key_buffer = [&](int tile) { return key_buffers + (tile & 1) * kKeyBuffer<HDP>; };
+  auto load_key_tile = [&](int tile) {  // K, V tile `tile` into buffer tile % 2
+    bf16* buffer = key_buffer(tile);
+    load_rows<HDP>(buffer, k_head, tile * kTileCols, kTileCols, d, d.kv_heads);
+    load_rows<HDP>(buffer + kTileCols * S, v_head, tile * kTileCols, kTileCols, d, d.kv_heads);
+  };
 
   load_rows<HDP>(Qs, q + head_offset(b, h, d, d.heads), q0, kTileRows, d, d.heads);
+  load_key_tile(0);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
   uint32_t q_frag[HDP / kMmaK][4];
 #pragma unroll
@@ -197,12 +238,16 @@ __global__ void __launch_bounds__(kThreads)
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // this lane's partial sums; the quad's are added at the end
 
-  const int keys_end = key_end(q0, kTileRows, d.seq_len);
-  for (int k0 = 0; k0 < keys_end; k0 += kTileCols) {
-    __syncthreads();  // the previous K, V tiles are no longer read
-    load_rows<HDP>(Ks, k_head, k0, kTileCols, d, d.kv_heads);
-    load_rows<HDP>(Vs, v_head, k0, kTileCols, d, d.kv_heads);
-    __syncthreads();
+  for (int tile = 0; tile < key_tiles; ++tile) {
+    // Tile + 1 is copied into the other buffer while this one is computed (its previous
+    // contents, tile − 1, were released by the barrier that ended the previous iteration).
+    if (tile + 1 < key_tiles) load_key_tile(tile + 1);
+    cp_async_commit();   // possibly empty: one group per iteration
+    cp_async_wait<1>();  // this thread's copies of `tile` are done …
+    __syncthreads();     // … and everyone's
+    const int k0 = tile * kTileCols;
+    const bf16* Kt = key_buffer(tile);
+    const bf16* Vt = Kt + kTileCols * S;
 
     // S = Q·Kᵀ: 16 rows × 64 keys per warp, 8 C tiles of 8 keys.
     float s[kTileCols / kMmaN][4] = {};
@@ -211,7 +256,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int j = 0; j < kTileCols / kMmaN; j += 2) {
         uint32_t kb[2][2];
-        load_b_pair_n_major(kb, Ks + j * kMmaN * S + kk * kMmaK, S, lane);
+        load_b_pair_n_major(kb, Kt + j * kMmaN * S + kk * kMmaK, S, lane);
         mma_bf16(s[j], q_frag[kk], kb[0]);
         mma_bf16(s[j + 1], q_frag[kk], kb[1]);
       }
@@ -250,11 +295,12 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 #pragma unroll
-    for (int n = 0; n < HDP / kMmaN; ++n)
+    for (int n = 0; n < HDP / kMmaN; ++n) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[n][i] *= correction[i >> 1];
+    }
 
-        // O += P·V, P (bf16) from the S accumulators, 16 keys per k-step.
+    // O += P·V, P (bf16) from the S accumulators, 16 keys per k-step.
 #pragma unroll
     for (int kk = 0; kk < kTileCols / kMmaK; ++kk) {
       uint32_t p_frag[4];
@@ -262,11 +308,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n = 0; n < HDP / kMmaN; n += 2) {
         uint32_t vb[2][2];
-        load_b_pair_k_major(vb, Vs + kk * kMmaK * S + n * kMmaN, S, lane);
+        load_b_pair_k_major(vb, Vt + kk * kMmaK * S + n * kMmaN, S, lane);
         mma_bf16(acc[n], p_frag, vb[0]);
         mma_bf16(acc[n + 1], p_frag, vb[1]);
       }
     }
+    __syncthreads();  // buffer tile % 2 is no longer read: the next iteration refills it
   }
 
   float inverse_sum[2];
@@ -305,8 +352,10 @@ __global__ void flash_delta_kernel(float* __restrict__ delta, const bf16* __rest
 }
 
 // dK, dV. Grid (ceil(T/64), B·H_kv), 128 threads; warp w owns keys 16w..16w+15 of the tile.
-// Shared: K, V [64][S] (the block's keys), Q, dO [64][S] (the current query tile), lse and D
-// of the tile's 64 queries. Per 16 × 16 (keys × queries) block, in registers:
+// The block walks the steps (query head g of the GQA group, query tile q0 ≥ the key tile), in
+// that order. Shared: K, V [64][S] (the block's keys); Q, dO [64][S], lse and D [64] of a step,
+// in two buffers (the next step is copied while this one is computed). Per 16 × 16 (keys ×
+// queries) block, in registers:
 //   Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; Pᵀ = exp(scale·Sᵀ − lse); dSᵀ = Pᵀ ∘ (dPᵀ − D)·scale;
 //   dV += Pᵀ·dO, dK += dSᵀ·Q (Pᵀ, dSᵀ as A operands straight from the accumulators).
 template <int HDP>
@@ -319,87 +368,106 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   bf16* Ks = reinterpret_cast<bf16*>(smem_bytes);
   bf16* Vs = Ks + kTileRows * S;
-  bf16* Qs = Vs + kTileRows * S;
-  bf16* dOs = Qs + kTileCols * S;
-  float* lse_s = reinterpret_cast<float*>(dOs + kTileCols * S);
-  float* delta_s = lse_s + kTileCols;
+  bf16* query_buffers = Vs + kTileRows * S;  // two buffers of (Q, dO) [2][64][S]
+  // and two of (lse, D) [2][64]
+  float* stat_buffers = reinterpret_cast<float*>(query_buffers + 2 * kKeyBuffer<HDP>);
 
   const int bkv = blockIdx.y, b = bkv / d.kv_heads, kvh = bkv % d.kv_heads;
   const int group = d.heads / d.kv_heads;
-  const int k0 = reversed_block_x() * kTileRows;  // tiles near the start see the most queries
+  const int k0 = blockIdx.x * kTileRows;  // block 0, first scheduled, sees the most queries
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int key0 = k0 + warp * kMmaM;  // the warp's first key
+  const int first_q0 = first_query_tile(k0, kTileCols);
+  const int tiles_per_head = (d.seq_len - first_q0 + kTileCols - 1) / kTileCols;
+  const int steps = group * tiles_per_head;
+  auto step_head = [&](int step) { return kvh * group + step / tiles_per_head; };
+  auto step_q0 = [&](int step) { return first_q0 + (step % tiles_per_head) * kTileCols; };
+  // Buffer step % 2: Q at q_tile, dO kTileCols rows after it, lse at stat, D kTileCols after.
+  auto q_tile = [&](int step) { return query_buffers + (step & 1) * kKeyBuffer<HDP>; };
+  auto stat = [&](int step) { return stat_buffers + (step & 1) * 2 * kTileCols; };
+  auto load_step = [&](int step) {
+    const int h = step_head(step), q0 = step_q0(step);
+    load_rows<HDP>(q_tile(step), q + head_offset(b, h, d, d.heads), q0, kTileCols, d, d.heads);
+    load_rows<HDP>(q_tile(step) + kTileCols * S, d_o + head_offset(b, h, d, d.heads), q0, kTileCols,
+                   d, d.heads);
+    const int64_t row = (int64_t(b) * d.heads + h) * d.seq_len + q0;  // [B, H, T]
+    float* stats = stat(step);
+    for (int r = threadIdx.x; r < kTileCols; r += blockDim.x) {  // zeros past T
+      const bool inside = q0 + r < d.seq_len;
+      cp_async<4>(stats + r, inside ? lse + row + r : lse, inside);
+      cp_async<4>(stats + kTileCols + r, inside ? delta + row + r : delta, inside);
+    }
+  };
 
   load_rows<HDP>(Ks, k + head_offset(b, kvh, d, d.kv_heads), k0, kTileRows, d, d.kv_heads);
   load_rows<HDP>(Vs, v + head_offset(b, kvh, d, d.kv_heads), k0, kTileRows, d, d.kv_heads);
+  if (steps > 0) load_step(0);
+  cp_async_commit();
   const bf16* k_warp = Ks + warp * kMmaM * S;
   const bf16* v_warp = Vs + warp * kMmaM * S;
 
   float dk_acc[HDP / kMmaN][4] = {}, dv_acc[HDP / kMmaN][4] = {};
-  for (int g = 0; g < group; ++g) {
-    const int h = kvh * group + g;
-    const float* lse_bh = lse + (int64_t(b) * d.heads + h) * d.seq_len;
-    const float* delta_bh = delta + (int64_t(b) * d.heads + h) * d.seq_len;
-    for (int q0 = first_query_tile(k0, kTileCols); q0 < d.seq_len; q0 += kTileCols) {
-      __syncthreads();  // the previous Q, dO, lse, D are no longer read
-      load_rows<HDP>(Qs, q + head_offset(b, h, d, d.heads), q0, kTileCols, d, d.heads);
-      load_rows<HDP>(dOs, d_o + head_offset(b, h, d, d.heads), q0, kTileCols, d, d.heads);
-      for (int r = threadIdx.x; r < kTileCols; r += blockDim.x) {
-        const bool inside = q0 + r < d.seq_len;
-        lse_s[r] = inside ? lse_bh[q0 + r] : 0.f;
-        delta_s[r] = inside ? delta_bh[q0 + r] : 0.f;
-      }
-      __syncthreads();
+  for (int step = 0; step < steps; ++step) {
+    // As in the forward: step + 1 is copied into the other buffer during this step.
+    if (step + 1 < steps) load_step(step + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const int q0 = step_q0(step);
+    const bf16* Qt = q_tile(step);
+    const bf16* dOt = Qt + kTileCols * S;
+    const float* lse_t = stat(step);
+    const float* delta_t = lse_t + kTileCols;
 
-      for (int qb = 0; qb < kTileCols; qb += kBlock) {
-        const int query0 = q0 + qb;
-        if (block_fully_masked(query0, kBlock, key0, kMmaM, d.seq_len)) continue;
-        // Sᵀ and dPᵀ: 16 keys × 16 queries, two C tiles of 8 queries each.
-        float st[2][4] = {}, dpt[2][4] = {};
+    for (int qb = 0; qb < kTileCols; qb += kBlock) {
+      const int query0 = q0 + qb;
+      if (block_fully_masked(query0, kBlock, key0, kMmaM, d.seq_len)) continue;
+      // Sᵀ and dPᵀ: 16 keys × 16 queries, two C tiles of 8 queries each.
+      float st[2][4] = {}, dpt[2][4] = {};
 #pragma unroll
-        for (int kk = 0; kk < HDP / kMmaK; ++kk) {
-          uint32_t k_frag[4], v_frag[4];
-          load_a(k_frag, k_warp + kk * kMmaK, S, lane);
-          load_a(v_frag, v_warp + kk * kMmaK, S, lane);
-          uint32_t q_b[2][2], do_b[2][2];  // the block's 16 queries: two tiles of 8
-          load_b_pair_n_major(q_b, Qs + qb * S + kk * kMmaK, S, lane);
-          load_b_pair_n_major(do_b, dOs + qb * S + kk * kMmaK, S, lane);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            mma_bf16(st[j], k_frag, q_b[j]);
-            mma_bf16(dpt[j], v_frag, do_b[j]);
-          }
-        }
-        // The block's queries are its columns here: (row, col) = (key, query).
-        const bool unmasked = block_fully_visible(query0, kBlock, key0, kMmaM, d.seq_len);
+      for (int kk = 0; kk < HDP / kMmaK; ++kk) {
+        uint32_t k_frag[4], v_frag[4];
+        load_a(k_frag, k_warp + kk * kMmaK, S, lane);
+        load_a(v_frag, v_warp + kk * kMmaK, S, lane);
+        uint32_t q_b[2][2], do_b[2][2];  // the block's 16 queries: two tiles of 8
+        load_b_pair_n_major(q_b, Qt + qb * S + kk * kMmaK, S, lane);
+        load_b_pair_n_major(do_b, dOt + qb * S + kk * kMmaK, S, lane);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const FragmentIndex e = mma_c_element(lane, i);
-            const int r = qb + j * kMmaN + e.col;  // the query's row in the tile
-            const bool visible = unmasked || key_visible(q0 + r, key0 + e.row, d.seq_len);
-            const float p = visible ? __expf(st[j][i] * d.scale - lse_s[r]) : 0.f;
-            st[j][i] = p;
-            dpt[j][i] = p * (dpt[j][i] - delta_s[r]) * d.scale;
-          }
+          mma_bf16(st[j], k_frag, q_b[j]);
+          mma_bf16(dpt[j], v_frag, do_b[j]);
         }
-        uint32_t p_frag[4], ds_frag[4];
-        a_from_c(p_frag, st[0], st[1]);
-        a_from_c(ds_frag, dpt[0], dpt[1]);
+      }
+      // The block's queries are its columns here: (row, col) = (key, query).
+      const bool unmasked = block_fully_visible(query0, kBlock, key0, kMmaM, d.seq_len);
 #pragma unroll
-        for (int n = 0; n < HDP / kMmaN; n += 2) {
-          uint32_t do_b[2][2], q_b[2][2];
-          load_b_pair_k_major(do_b, dOs + qb * S + n * kMmaN, S, lane);
-          load_b_pair_k_major(q_b, Qs + qb * S + n * kMmaN, S, lane);
+      for (int j = 0; j < 2; ++j) {
 #pragma unroll
-          for (int t = 0; t < 2; ++t) {
-            mma_bf16(dv_acc[n + t], p_frag, do_b[t]);
-            mma_bf16(dk_acc[n + t], ds_frag, q_b[t]);
-          }
+        for (int i = 0; i < 4; ++i) {
+          const FragmentIndex e = mma_c_element(lane, i);
+          const int r = qb + j * kMmaN + e.col;  // the query's row in the tile
+          const bool visible = unmasked || key_visible(q0 + r, key0 + e.row, d.seq_len);
+          const float p = visible ? __expf(st[j][i] * d.scale - lse_t[r]) : 0.f;
+          st[j][i] = p;
+          dpt[j][i] = p * (dpt[j][i] - delta_t[r]) * d.scale;
+        }
+      }
+      uint32_t p_frag[4], ds_frag[4];
+      a_from_c(p_frag, st[0], st[1]);
+      a_from_c(ds_frag, dpt[0], dpt[1]);
+#pragma unroll
+      for (int n = 0; n < HDP / kMmaN; n += 2) {
+        uint32_t do_b[2][2], q_b[2][2];
+        load_b_pair_k_major(do_b, dOt + qb * S + n * kMmaN, S, lane);
+        load_b_pair_k_major(q_b, Qt + qb * S + n * kMmaN, S, lane);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          mma_bf16(dv_acc[n + c], p_frag, do_b[c]);
+          mma_bf16(dk_acc[n + c], ds_frag, q_b[c]);
         }
       }
     }
+    __syncthreads();  // buffer step % 2 is no longer read: the next iteration refills it
   }
   const float one[2] = {1.f, 1.f};
   store_rows<HDP>(dk + head_offset(b, kvh, d, d.kv_heads), dk_acc, key0, one, d, d.kv_heads, lane);
@@ -407,7 +475,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // dQ. Grid (ceil(T/64), B·H), 128 threads; warp w owns queries 16w..16w+15 of the tile and
-// keeps their Q and dO fragments in registers. Shared: Q, dO [64][S] (read once), K, V [64][S].
+// keeps their Q and dO fragments in registers. Shared: Q, dO [64][S] (read once), K, V [64][S]
+// in two buffers (the next key tile is copied while this one is computed).
 // Per 16 × 16 (queries × keys) block: S = Q·Kᵀ, dP = dO·Vᵀ, P = exp(scale·S − lse),
 // dS = P ∘ (dP − D)·scale, dQ += dS·K.
 template <int HDP>
@@ -420,8 +489,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_bytes);
   bf16* dOs = Qs + kTileRows * S;
-  bf16* Ks = dOs + kTileRows * S;
-  bf16* Vs = Ks + kTileCols * S;
+  bf16* key_buffers = dOs + kTileRows * S;  // two buffers of (K, V) [2][64][S]
 
   const int bh = blockIdx.y, b = bh / d.heads, h = bh % d.heads;
   const int kvh = h / (d.heads / d.kv_heads);
@@ -431,8 +499,19 @@ __global__ void __launch_bounds__(kThreads)
   const bf16* k_head = k + head_offset(b, kvh, d, d.kv_heads);
   const bf16* v_head = v + head_offset(b, kvh, d, d.kv_heads);
 
+  const int key_tiles = (key_end(q0, kTileRows, d.seq_len) + kTileCols - 1) / kTileCols;
+  auto key_buffer = [&](int tile) { return key_buffers + (tile & 1) * kKeyBuffer<HDP>; };
+  auto load_key_tile = [&](int tile) {  // K, V tile `tile` into buffer tile % 2
+    bf16* buffer = key_buffer(tile);
+    load_rows<HDP>(buffer, k_head, tile * kTileCols, kTileCols, d, d.kv_heads);
+    load_rows<HDP>(buffer + kTileCols * S, v_head, tile * kTileCols, kTileCols, d, d.kv_heads);
+  };
+
   load_rows<HDP>(Qs, q + head_offset(b, h, d, d.heads), q0, kTileRows, d, d.heads);
   load_rows<HDP>(dOs, d_o + head_offset(b, h, d, d.heads), q0, kTileRows, d, d.heads);
+  load_key_tile(0);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
   uint32_t q_frag[HDP / kMmaK][4], do_frag[HDP / kMmaK][4];
 #pragma unroll
@@ -450,12 +529,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   float dq_acc[HDP / kMmaN][4] = {};
-  const int keys_end = key_end(q0, kTileRows, d.seq_len);
-  for (int k0 = 0; k0 < keys_end; k0 += kTileCols) {
+  for (int tile = 0; tile < key_tiles; ++tile) {
+    // As in the forward: tile + 1 is copied into the other buffer during this tile.
+    if (tile + 1 < key_tiles) load_key_tile(tile + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
     __syncthreads();
-    load_rows<HDP>(Ks, k_head, k0, kTileCols, d, d.kv_heads);
-    load_rows<HDP>(Vs, v_head, k0, kTileCols, d, d.kv_heads);
-    __syncthreads();
+    const int k0 = tile * kTileCols;
+    const bf16* Kt = key_buffer(tile);
+    const bf16* Vt = Kt + kTileCols * S;
 
     for (int kb = 0; kb < kTileCols; kb += kBlock) {
       const int key_first = k0 + kb;
@@ -464,8 +546,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int kk = 0; kk < HDP / kMmaK; ++kk) {
         uint32_t k_b[2][2], v_b[2][2];  // the block's 16 keys: two tiles of 8
-        load_b_pair_n_major(k_b, Ks + kb * S + kk * kMmaK, S, lane);
-        load_b_pair_n_major(v_b, Vs + kb * S + kk * kMmaK, S, lane);
+        load_b_pair_n_major(k_b, Kt + kb * S + kk * kMmaK, S, lane);
+        load_b_pair_n_major(v_b, Vt + kb * S + kk * kMmaK, S, lane);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           mma_bf16(s[j], q_frag[kk], k_b[j]);
@@ -489,11 +571,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n = 0; n < HDP / kMmaN; n += 2) {
         uint32_t k_b[2][2];
-        load_b_pair_k_major(k_b, Ks + kb * S + n * kMmaN, S, lane);
+        load_b_pair_k_major(k_b, Kt + kb * S + n * kMmaN, S, lane);
         mma_bf16(dq_acc[n], ds_frag, k_b[0]);
         mma_bf16(dq_acc[n + 1], ds_frag, k_b[1]);
       }
     }
+    __syncthreads();  // buffer tile % 2 is no longer read: the next iteration refills it
   }
   const float one[2] = {1.f, 1.f};
   store_rows<HDP>(dq + head_offset(b, h, d, d.heads), dq_acc, row0, one, d, d.heads, lane);
@@ -523,7 +606,8 @@ unsigned tiles(int seq_len) {
 template <int HDP>
 void forward_launch(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
                     const AttentionShape& s, cudaStream_t stream) {
-  const size_t smem = sizeof(bf16) * (kTileRows + 2 * kTileCols) * kStride<HDP>;
+  // Q and two buffers of K, V.
+  const size_t smem = sizeof(bf16) * (kTileRows + 4 * kTileCols) * kStride<HDP>;
   allow_shared_memory(flash_forward_kernel<HDP>, smem);
   const dim3 grid(tiles(s.seq_len), unsigned(s.batch * s.heads));
   flash_forward_kernel<HDP>
@@ -543,8 +627,9 @@ void backward_launch(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* 
                                                                                   rows_heads, d);
   CUDA_CHECK_LAUNCH();
 
-  const size_t tile_bytes = sizeof(bf16) * (2 * kTileRows + 2 * kTileCols) * kStride<HDP>;
-  const size_t smem_kv = tile_bytes + sizeof(float) * 2 * kTileCols;
+  // dK/dV: K, V and two buffers of Q, dO, lse, D; dQ: Q, dO and two buffers of K, V.
+  const size_t tile_bytes = sizeof(bf16) * (2 * kTileRows + 4 * kTileCols) * kStride<HDP>;
+  const size_t smem_kv = tile_bytes + sizeof(float) * 4 * kTileCols;
   allow_shared_memory(flash_dkdv_kernel<HDP>, smem_kv);
   const dim3 grid_kv(tiles(s.seq_len), unsigned(s.batch * s.kv_heads));
   flash_dkdv_kernel<HDP>
