@@ -8,9 +8,11 @@
 //            in registers over the query heads of its GQA group and the query tiles at or after
 //            the key tile (no atomics); one block per (64-query tile, head, batch) accumulates
 //            dQ. Both recompute P from lse, in 16 × 16 blocks.
-// Every index map (fragments, causal tiles, padding) is a function of flash_attention_tiling.hpp,
-// tested on the CPU. Shared-memory tiles are bf16 [rows][HDP + 8]: the 8-element pad makes the
-// fragment loads of a warp hit 32 distinct banks (row stride ≡ 4 or 12 words mod 32).
+// The streamed tiles are double-buffered: cp.async copies the next while the current one is
+// computed. Fragments come from shared memory through ldmatrix. Every index map (fragments,
+// ldmatrix rows, causal tiles, padding) is a function of flash_attention_tiling.hpp, tested on
+// the CPU. Shared-memory tiles are bf16 [rows][HDP + 8]: the 8-element pad makes the 8 rows an
+// ldmatrix phase reads hit distinct banks (row stride ≡ 4 or 12 words mod 32).
 #include <cmath>
 #include <cstdint>
 #include <string>
