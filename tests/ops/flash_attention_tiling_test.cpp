@@ -184,12 +184,12 @@ BOOST_AUTO_TEST_CASE(block_classification_agrees_with_the_causal_mask) {
           }
         // Skipping the mask needs every pair visible; skipping the block needs none.
         if (block_fully_visible(q_first, count, k_first, count, T)) BOOST_TEST(all);
-        if (block_fully_masked(q_first, count, k_first, count, T)) BOOST_TEST(!any);
+        if (block_fully_masked(q_first, count, k_first, T)) BOOST_TEST(!any);
         // And the classification is tight where the kernels rely on it to save work: a block of
         // only visible pairs inside the sequence is recognised as such.
         if (all && q_first + count <= T)
           BOOST_TEST(block_fully_visible(q_first, count, k_first, count, T));
-        if (!any) BOOST_TEST(block_fully_masked(q_first, count, k_first, count, T));
+        if (!any) BOOST_TEST(block_fully_masked(q_first, count, k_first, T));
       }
 }
 
@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(query_tile_loops_visit_every_visible_key) {
         for (int w = 0; w < kWarps; ++w)
           for (int kb = 0; kb < kTileCols; kb += kBlock) {
             const int row0 = q0 + w * kMmaM;
-            if (!block_fully_masked(row0, kMmaM, k0 + kb, kBlock, T))
+            if (!block_fully_masked(row0, kMmaM, k0 + kb, T))
               seen.block(row0, kMmaM, k0 + kb, kBlock);
           }
     BOOST_TEST(seen.visible() == size_t(T) * (T + 1) / 2, "T = " << T);
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(key_tile_loops_visit_every_visible_query) {
         for (int w = 0; w < kWarps; ++w)
           for (int qb = 0; qb < kTileCols; qb += kBlock) {
             const int key0 = k0 + w * kMmaM;
-            if (!block_fully_masked(q0 + qb, kBlock, key0, kMmaM, T))
+            if (!block_fully_masked(q0 + qb, kBlock, key0, T))
               seen.block(q0 + qb, kBlock, key0, kMmaM);
           }
     BOOST_TEST(seen.visible() == size_t(T) * (T + 1) / 2, "T = " << T);

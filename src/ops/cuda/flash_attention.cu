@@ -423,7 +423,7 @@ __global__ void __launch_bounds__(kThreads)
 
     for (int qb = 0; qb < kTileCols; qb += kBlock) {
       const int query0 = q0 + qb;
-      if (block_fully_masked(query0, kBlock, key0, kMmaM, d.seq_len)) continue;
+      if (block_fully_masked(query0, kBlock, key0, d.seq_len)) continue;
       // Sᵀ and dPᵀ: 16 keys × 16 queries, two C tiles of 8 queries each.
       float st[2][4] = {}, dpt[2][4] = {};
 #pragma unroll
@@ -543,7 +543,7 @@ __global__ void __launch_bounds__(kThreads)
 
     for (int kb = 0; kb < kTileCols; kb += kBlock) {
       const int key_first = k0 + kb;
-      if (block_fully_masked(row0, kMmaM, key_first, kBlock, d.seq_len)) continue;
+      if (block_fully_masked(row0, kMmaM, key_first, d.seq_len)) continue;
       float s[2][4] = {}, dp[2][4] = {};
 #pragma unroll
       for (int kk = 0; kk < HDP / kMmaK; ++kk) {

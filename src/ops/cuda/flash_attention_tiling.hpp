@@ -120,8 +120,9 @@ DB_HD bool key_visible(int query, int key, int seq_len) {
 DB_HD bool block_fully_visible(int q_first, int q_count, int k_first, int k_count, int seq_len) {
   return k_first + k_count - 1 <= q_first && q_first + q_count <= seq_len;
 }
-// No (query, key) of the block is visible: the kernels skip the block.
-DB_HD bool block_fully_masked(int q_first, int q_count, int k_first, int k_count, int seq_len) {
+// No (query, key) of the block [q_first, q_first + q_count) × [k_first, …) is visible, whatever
+// its width (its first key is the one the most queries see): the kernels skip the block.
+DB_HD bool block_fully_masked(int q_first, int q_count, int k_first, int seq_len) {
   const int q_last = q_first + q_count - 1;
   return q_last < k_first || q_first >= seq_len || k_first >= seq_len;
 }
