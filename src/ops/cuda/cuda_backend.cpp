@@ -84,10 +84,10 @@ class CudaBackend final : public Backend {
   size_t memory_used_bytes() const override { return cuda::device_memory_used(); }
   size_t memory_total_bytes() const override { return cuda::device_memory_total(); }
 
-  std::unique_ptr<Ops<float>> make_float_ops(Precision precision) const override {
+  std::unique_ptr<Ops<float>> make_float_ops(const OpsOptions& options) const override {
     if (!available()) throw Error("the CUDA backend needs a visible GPU; none is");
     cuda::configure_memory_pool(current_device());
-    return cuda::make_cuda_ops(precision);
+    return cuda::make_cuda_ops(options);
   }
 
   void adamw_update(float* values, const float* grads, float* m, float* v, const uint8_t* decay,
