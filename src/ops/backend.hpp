@@ -15,8 +15,8 @@
 #include "core/communicator.hpp"
 #include "core/memory.hpp"
 #include "ops/gradient_reducer.hpp"
-#include "ops/ops_options.hpp"
 #include "ops/ops.hpp"
+#include "ops/ops_options.hpp"
 
 namespace db {
 

@@ -14,10 +14,14 @@ AttentionPath parse_attention_path(const std::string& name) {
 
 const char* attention_path_name(AttentionPath path) {
   switch (path) {
-    case AttentionPath::automatic: return "auto";
-    case AttentionPath::cudnn: return "cudnn";
-    case AttentionPath::flash: return "flash";
-    case AttentionPath::reference: return "reference";
+    case AttentionPath::automatic:
+      return "auto";
+    case AttentionPath::cudnn:
+      return "cudnn";
+    case AttentionPath::flash:
+      return "flash";
+    case AttentionPath::reference:
+      return "reference";
   }
   return "?";
 }

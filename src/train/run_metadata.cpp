@@ -31,7 +31,11 @@ std::string joined_absolute(const std::vector<std::string>& patterns) {
 
 bool changes_results(const std::string& ini_line) {
   const char* const ignored[] = {
-      "threads",         "log_interval", "checkpoint_interval", "save_initial_weights", "dir ",
+      "threads",
+      "log_interval",
+      "checkpoint_interval",
+      "save_initial_weights",
+      "dir ",
       "name ",
       "backend ",  // the same experiment on either backend: a checkpoint moves between them
       "stop_after_steps",

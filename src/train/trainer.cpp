@@ -515,7 +515,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   Fault fault = agree_on_fault(comm, capture_fault([&] {
                                  backend = &choose_backend(config.backend);
                                  backend->set_host_threads(threads);
-                                 config.ops_options();  // precision and attention checked before any file is made
+                                 config.ops_options();  // before any file is made
                                  check_memory(config, *backend);
                                  run.emplace(config, comm, verbose, *backend);
                                }));

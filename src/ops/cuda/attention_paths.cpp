@@ -64,8 +64,8 @@ AttentionPath AttentionPaths::choose(const AttentionShape& s) {
     }
     case AttentionPath::flash:
       if (!flash_attention_supports(s))
-        throw ::db::Error("train.attention = flash: our flash kernel does not run " +
-                          describe(s) + " in this build");
+        throw ::db::Error("train.attention = flash: our flash kernel does not run " + describe(s) +
+                          " in this build");
       return AttentionPath::flash;
     case AttentionPath::automatic:
       break;
@@ -84,8 +84,7 @@ AttentionPath AttentionPaths::choose(const AttentionShape& s) {
 void AttentionPaths::forward(float* o, float* lse, const float* q, const float* k, const float* v,
                              const AttentionShape& s, cudaStream_t stream) {
   const AttentionPath path = path_for(s);
-  if (path == AttentionPath::reference)
-    return attention_forward<float>(o, lse, q, k, v, s, stream);
+  if (path == AttentionPath::reference) return attention_forward<float>(o, lse, q, k, v, s, stream);
   const bool cudnn = path == AttentionPath::cudnn;
   const Bf16Tensors t(s, cudnn ? CudnnAttention::padded_head_dim(s.head_dim) : s.head_dim);
   const ScratchBuffer<bf16> q16 = t.copy(q, t.q_rows, stream);
@@ -116,8 +115,8 @@ void AttentionPaths::backward(float* dq, float* dk, float* dv, const float* d_o,
   const ScratchBuffer<bf16> dk16 = t.kv_sized(stream);
   const ScratchBuffer<bf16> dv16 = t.kv_sized(stream);
   if (cudnn)
-    cudnn_.backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse,
-                    q16.data(), k16.data(), v16.data(), s, stream);
+    cudnn_.backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse, q16.data(),
+                    k16.data(), v16.data(), s, stream);
   else
     flash_attention_backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse,
                              q16.data(), k16.data(), v16.data(), s, stream);

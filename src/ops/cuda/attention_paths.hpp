@@ -29,9 +29,9 @@ class AttentionPaths {
   // As attention_forward / attention_backward of attention.hpp, in fp32 storage.
   void forward(float* o, float* lse, const float* q, const float* k, const float* v,
                const AttentionShape& s, cudaStream_t stream);
-  void backward(float* dq, float* dk, float* dv, const float* d_o, const float* o,
-                const float* lse, const float* q, const float* k, const float* v,
-                const AttentionShape& s, cudaStream_t stream);
+  void backward(float* dq, float* dk, float* dv, const float* d_o, const float* o, const float* lse,
+                const float* q, const float* k, const float* v, const AttentionShape& s,
+                cudaStream_t stream);
 
  private:
   AttentionPath choose(const AttentionShape& s);

@@ -11,6 +11,7 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/cuda_ops.hpp"
+#include "ops/cuda/cudnn_attention.hpp"
 #include "ops/cuda/device.hpp"
 #include "ops/cuda/nccl_communicator.hpp"
 
@@ -62,7 +63,9 @@ class CudaBackend final : public Backend {
   int auto_preference() const override { return 10; }
   std::string device_name() const override { return cuda::device_name(current_device()); }
   std::vector<std::pair<std::string, std::string>> properties() const override {
-    return {{"device_index", std::to_string(current_device())}};
+    // cudnn: which library train.attention = cudnn | auto would use, or why none.
+    return {{"device_index", std::to_string(current_device())},
+            {"cudnn", cuda::cudnn_description()}};
   }
 
   // Collective over the job even where this rank sees no GPU, so that no rank waits alone.

@@ -7,8 +7,8 @@
 #pragma once
 #include <memory>
 
-#include "ops/ops_options.hpp"
 #include "ops/ops.hpp"
+#include "ops/ops_options.hpp"
 
 namespace db::cuda {
 

@@ -51,8 +51,8 @@ class Descriptor {
 
   cudnnBackendDescriptor_t get() const { return raw_; }
 
-  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-                  int64_t count, const void* values) {
+  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+                  const void* values) {
     const CudnnLibrary& lib = *lib_;
     CUDNN_CHECK(lib.BackendSetAttribute(raw_, name, type, count, values));
     return *this;
@@ -83,7 +83,19 @@ struct Layout {
 
 // The tensors the variant pack binds; virtual tensors get ids from kFirstVirtual on.
 enum Uid : int64_t {
-  kQ = 1, kK, kV, kO, kStats, kScale, kNegInf, kOne, kDO, kDQ, kDK, kDV, kSoftmaxSum,
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kScale,
+  kNegInf,
+  kOne,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kSoftmaxSum,
   kFirstVirtual = 100
 };
 
@@ -117,8 +129,7 @@ class Graph {
 
   // y = mode(x[, b][, t]); axis only for GEN_INDEX.
   void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t math, const Descriptor& x,
-                 const Descriptor* b, const Descriptor* t, const Descriptor& y,
-                 int64_t axis = -1) {
+                 const Descriptor* b, const Descriptor* t, const Descriptor& y, int64_t axis = -1) {
     Descriptor& desc = keep(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
         .set(CUDNN_ATTR_POINTWISE_MATH_PREC, math);
@@ -155,8 +166,7 @@ class Graph {
     const Descriptor& keep_it = temporary(CUDNN_DATA_BOOLEAN, layout);
     pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep_it);
     const Descriptor& masked = temporary(CUDNN_DATA_FLOAT, layout);
-    pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, scores, &neg_inf, &keep_it,
-              masked);
+    pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, scores, &neg_inf, &keep_it, masked);
     return masked;
   }
   void matmul(const Descriptor& a, const Descriptor& b, const Descriptor& c) {
@@ -230,8 +240,7 @@ Layouts layouts_of(const AttentionShape& s, int64_t d) {
 }
 
 // Forward: O = softmax(mask(Q·Kᵀ·scale))·V and Stats = max + log Σexp per row.
-std::unique_ptr<Graph> forward_graph(const CudnnLibrary& lib, const AttentionShape& s,
-                                     int64_t d) {
+std::unique_ptr<Graph> forward_graph(const CudnnLibrary& lib, const AttentionShape& s, int64_t d) {
   const Layouts l = layouts_of(s, d);
   auto g = std::make_unique<Graph>(lib);
   const Descriptor& q = g->tensor(kQ, CUDNN_DATA_BFLOAT16, l.q);
@@ -265,8 +274,7 @@ std::unique_ptr<Graph> forward_graph(const CudnnLibrary& lib, const AttentionSha
 // dS = P ∘ (dO·Vᵀ − rowsum(dO ∘ O))·scale; dK = dSᵀ·Q; dQ = dS·K written directly (the
 // deterministic variant: no fp32 dQ accumulator filled by atomics). With GQA, dK and dV are
 // computed per query head and summed over each kv head's group.
-std::unique_ptr<Graph> backward_graph(const CudnnLibrary& lib, const AttentionShape& s,
-                                      int64_t d) {
+std::unique_ptr<Graph> backward_graph(const CudnnLibrary& lib, const AttentionShape& s, int64_t d) {
   const Layouts l = layouts_of(s, d);
   const bool grouped = s.kv_heads != s.heads;
   auto g = std::make_unique<Graph>(lib);
@@ -334,8 +342,8 @@ bool is_nondeterministic(const CudnnLibrary& lib, const Descriptor& config) {
   cudnnBackendDescriptor_t raw = engine.get();
   int64_t count = 0;
   if (lib.BackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &raw) !=
-      CUDNN_STATUS_SUCCESS)
+                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
+                              &raw) != CUDNN_STATUS_SUCCESS)
     return false;  // no notes to read: the graph's topology is what makes it deterministic
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   if (lib.BackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
@@ -376,8 +384,7 @@ Plan build_plan(const CudnnLibrary& lib, cudnnHandle_t handle, std::unique_ptr<G
       raw.push_back(configs.emplace_back(lib, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR).get());
     }
     CUDNN_CHECK(lib.BackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
-                                        raw.data()));
+                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
     for (int64_t i = 0; i < count; ++i) {
       if (is_nondeterministic(lib, configs[i])) {
         last_refusal = "only non-deterministic engines";
@@ -393,8 +400,7 @@ Plan build_plan(const CudnnLibrary& lib, cudnnHandle_t handle, std::unique_ptr<G
       Plan built;
       int64_t returned = 0;
       CUDNN_CHECK(lib.BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                          CUDNN_TYPE_INT64, 1, &returned,
-                                          &built.workspace_bytes));
+                                          CUDNN_TYPE_INT64, 1, &returned, &built.workspace_bytes));
       built.graph = std::move(graph);
       built.plan = std::move(plan);
       return built;
@@ -450,14 +456,22 @@ struct CudnnAttention::Impl {
   }
 };
 
-CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {
-  impl_->lib = cudnn_library(&impl_->unavailable);
+std::string cudnn_description() {
+  std::string why;
+  const CudnnLibrary* lib = cudnn_library(&why);
+  if (!lib) return "unavailable: " + why;
+  const size_t v = lib->GetVersion();
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100) + " (" + lib->path + ")";
 }
+
+CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {}
 
 CudnnAttention::~CudnnAttention() = default;
 
 std::string CudnnAttention::prepare(const AttentionShape& s) {
   Impl& m = *impl_;
+  if (!m.lib) m.lib = cudnn_library(&m.unavailable);  // opened by the first shape that asks
   if (!m.lib) return "cuDNN unavailable: " + m.unavailable;
   auto [it, inserted] = m.shapes.try_emplace(key_of(s));
   Impl::ShapePlans& plans = it->second;
@@ -490,13 +504,13 @@ void CudnnAttention::forward(bf16* o, float* lse, const bf16* q, const bf16* k, 
   const size_t lse_count = size_t(s.batch) * s.heads * s.seq_len;
   ScratchBuffer<float> lse_copy(aligned16(lse) ? 0 : lse_count, stream);
   float* stats = aligned16(lse) ? lse : lse_copy.data();
-  m.execute(plan, {kQ, kK, kV, kO, kStats, kScale, kNegInf},
-            {const_cast<bf16*>(q), const_cast<bf16*>(k), const_cast<bf16*>(v), o, stats, &scale,
-             &mask},
-            stream);
+  m.execute(
+      plan, {kQ, kK, kV, kO, kStats, kScale, kNegInf},
+      {const_cast<bf16*>(q), const_cast<bf16*>(k), const_cast<bf16*>(v), o, stats, &scale, &mask},
+      stream);
   if (stats != lse)
-    CUDA_CHECK(cudaMemcpyAsync(lse, stats, lse_count * sizeof(float), cudaMemcpyDeviceToDevice,
-                               stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(lse, stats, lse_count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
 void CudnnAttention::backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* o,
@@ -517,9 +531,9 @@ void CudnnAttention::backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, con
     stats = lse_copy.data();
   }
   m.execute(plan, {kQ, kK, kV, kO, kStats, kScale, kNegInf, kOne, kDO, kDQ, kDK, kDV, kSoftmaxSum},
-            {const_cast<bf16*>(q), const_cast<bf16*>(k), const_cast<bf16*>(v),
-             const_cast<bf16*>(o), const_cast<float*>(stats), &scale, &mask, &one,
-             const_cast<bf16*>(d_o), dq, dk, dv, softmax_sum.data()},
+            {const_cast<bf16*>(q), const_cast<bf16*>(k), const_cast<bf16*>(v), const_cast<bf16*>(o),
+             const_cast<float*>(stats), &scale, &mask, &one, const_cast<bf16*>(d_o), dq, dk, dv,
+             softmax_sum.data()},
             stream);
 }
 
@@ -528,6 +542,10 @@ void CudnnAttention::backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, con
 }  // namespace
 
 struct CudnnAttention::Impl {};
+
+std::string cudnn_description() {
+  return "unavailable: this build did not find the cuDNN headers";
+}
 
 CudnnAttention::CudnnAttention() = default;
 CudnnAttention::~CudnnAttention() = default;

@@ -21,6 +21,10 @@
 
 namespace db::cuda {
 
+// For the run file (the CUDA backend's `cudnn` property): "9.19.0 (DIR)" when the library loads,
+// else "unavailable: <why>".
+std::string cudnn_description();
+
 class CudnnAttention {
  public:
   CudnnAttention();

@@ -37,10 +37,10 @@ std::string cudnn_error_message(const CudnnLibrary& lib, cudnnStatus_t status, c
 }  // namespace db::cuda
 
 // Every cuDNN call goes through a library object `lib` (a CudnnLibrary&) in scope.
-#define CUDNN_CHECK(call)                                                                  \
-  do {                                                                                     \
-    cudnnStatus_t cudnn_code_ = (call);                                                    \
-    if (cudnn_code_ != CUDNN_STATUS_SUCCESS)                                               \
-      ::db::cuda::fail(__FILE__, __LINE__,                                                 \
-                       ::db::cuda::cudnn_error_message(lib, cudnn_code_, #call));          \
+#define CUDNN_CHECK(call)                                                         \
+  do {                                                                            \
+    cudnnStatus_t cudnn_code_ = (call);                                           \
+    if (cudnn_code_ != CUDNN_STATUS_SUCCESS)                                      \
+      ::db::cuda::fail(__FILE__, __LINE__,                                        \
+                       ::db::cuda::cudnn_error_message(lib, cudnn_code_, #call)); \
   } while (0)

@@ -14,10 +14,10 @@ void flash_attention_forward(__nv_bfloat16*, float*, const __nv_bfloat16*, const
   throw ::db::Error("flash attention: not built");
 }
 
-void flash_attention_backward(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*,
-                              const __nv_bfloat16*, const __nv_bfloat16*, const float*,
-                              const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
-                              const AttentionShape&, cudaStream_t) {
+void flash_attention_backward(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, const __nv_bfloat16*,
+                              const __nv_bfloat16*, const float*, const __nv_bfloat16*,
+                              const __nv_bfloat16*, const __nv_bfloat16*, const AttentionShape&,
+                              cudaStream_t) {
   throw ::db::Error("flash attention: not built");
 }
 
