@@ -104,6 +104,32 @@ BOOST_AUTO_TEST_CASE(auto_falls_back_when_cudnn_cannot_run) {
     BOOST_TEST((chosen != AttentionPath::cudnn));
 }
 
+// Without a GPU, cuDNN (when its library loads) still checks every tensor and operation
+// descriptor of the graphs as they are finalised: the only refusal left must be the missing
+// device (the handle), for plain, grouped, multi-query and padded-head shapes.
+BOOST_AUTO_TEST_CASE(cudnn_accepts_the_graph_descriptors_without_a_gpu) {
+  if (cuda::cuda_available()) {
+    BOOST_TEST_MESSAGE("a GPU: the parity cases plan the graphs");
+    return;
+  }
+  for (const AttentionShape& s : std::vector<AttentionShape>{
+           {2, 100, 4, 4, 64}, {1, 130, 16, 8, 64}, {1, 77, 8, 2, 76}, {1, 65, 4, 1, 50}}) {
+    cuda::AttentionPaths paths(AttentionPath::cudnn, Precision::bf16);
+    try {
+      paths.path_for(s);
+      BOOST_FAIL("cuDNN planned a graph without a GPU");
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      if (message.find("cuDNN unavailable") != std::string::npos) {
+        BOOST_TEST_MESSAGE("no cuDNN library here: " << message);
+        return;
+      }
+      BOOST_TEST_INFO(message);
+      BOOST_TEST(message.find("lib.Create") != std::string::npos);
+    }
+  }
+}
+
 // An explicit cudnn that cannot run is an error naming the reason, not a silent fallback.
 BOOST_AUTO_TEST_CASE(an_explicit_path_that_cannot_run_is_an_error) {
   if (!cuda::cuda_available()) {

@@ -478,10 +478,14 @@ std::string CudnnAttention::prepare(const AttentionShape& s) {
   if (!inserted) return plans.refusal;
   try {
     const CudnnLibrary& lib = *m.lib;
-    if (!m.handle) CUDNN_CHECK(lib.Create(&m.handle));
+    // The graphs' descriptors need no device: built first, a malformed graph shows even on a
+    // machine without a GPU (the test there), before the handle fails.
     const int64_t d = padded_head_dim(s.head_dim);
-    plans.forward = build_plan(lib, m.handle, forward_graph(lib, s, d));
-    plans.backward = build_plan(lib, m.handle, backward_graph(lib, s, d));
+    std::unique_ptr<Graph> forward = forward_graph(lib, s, d);
+    std::unique_ptr<Graph> backward = backward_graph(lib, s, d);
+    if (!m.handle) CUDNN_CHECK(lib.Create(&m.handle));
+    plans.forward = build_plan(lib, m.handle, std::move(forward));
+    plans.backward = build_plan(lib, m.handle, std::move(backward));
   } catch (const std::exception& e) {
     plans.refusal = "cuDNN refused " + describe(s) + ": " + e.what();
   }
