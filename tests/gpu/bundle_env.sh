@@ -61,7 +61,7 @@ for p in site.getsitepackages() + [site.getusersitepackages()]:
       echo "env: $soname from $(readlink -f "$found/$soname")" >&2
       case ":$cuda_dirs:" in *":$found:"*) ;; *) cuda_dirs=${cuda_dirs:+$cuda_dirs:}$found ;; esac
     elif [ -n "$optional" ]; then
-      echo "env: $soname not found (optional: without cuDNN, train.attention = auto falls back)" >&2
+      echo "env: $soname not found (optional, opened at run time by the cuDNN attention; train.attention = auto falls back without it)" >&2
     else
       echo "env: $soname NOT FOUND (set CUDA_HOME or LD_LIBRARY_PATH; GPU programs will not start)" >&2
       missing="${missing:+$missing }$soname"
