@@ -141,6 +141,9 @@ class Graph {
         .set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
     if (b) op.set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
     if (t) op.set(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t);
+    const float one = 1.f;  // y = op(1·x, 1·b): unscaled operands
+    op.set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one)
+        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
     add(op);
   }
   // A new fp32 temporary = mode(x, b).
