@@ -2,13 +2,15 @@
 // fused SDPA against the reference kernel (attention.hpp, fp32) on the same bf16-rounded fresh
 // random inputs, forward (o, lse) and backward (dq, dk, dv), for head dims of the suites that are
 // and are not multiples of 8 (40, 50, 64, 70, 76, 128), GQA and multi-query, and T off the 64-row
-// tile; the backward twice, bit for bit (the deterministic variant). Also: how `auto` chooses.
+// tile; the backward twice, bit for bit (the deterministic variant); cuDNN against our flash
+// kernel where that runs the shape. Also: how `auto` chooses.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE cudnn_attention
 #include <boost/test/unit_test.hpp>
 
 #include "gpu/gpu_support.hpp"
 #include "ops/cuda/attention_paths.hpp"
+#include "ops/cuda/flash_attention.hpp"
 
 using namespace db;
 using namespace db::test;
@@ -65,6 +67,17 @@ void check_cudnn_against_reference(const AttentionShape& s) {
   // The deterministic backward: the same inputs give the same bits.
   const Outputs again = run(cudnn, s, q, k, v, d_o);
   BOOST_TEST((again.dq == fast.dq && again.dk == fast.dk && again.dv == fast.dv));
+  // The two bf16 paths against each other, where our flash kernel runs the shape: each is
+  // within the bf16 bound of the reference, so of each other within twice that.
+  if (cuda::flash_attention_supports(s)) {
+    cuda::AttentionPaths flash(AttentionPath::flash, Precision::bf16);
+    const Outputs other = run(flash, s, q, k, v, d_o, &fast.o);
+    BOOST_TEST(within("flash o", relative_error(other.o, fast.o), 2 * kBf16Tolerance));
+    BOOST_TEST(within("flash lse", relative_error(other.lse, fast.lse), kFp32Tolerance * 10));
+    BOOST_TEST(within("flash dq", relative_error(other.dq, fast.dq), 2 * kBf16Tolerance));
+    BOOST_TEST(within("flash dk", relative_error(other.dk, fast.dk), 2 * kBf16Tolerance));
+    BOOST_TEST(within("flash dv", relative_error(other.dv, fast.dv), 2 * kBf16Tolerance));
+  }
 }
 
 }  // namespace
