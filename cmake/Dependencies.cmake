@@ -50,6 +50,34 @@ if(NOT DEPTHBENCH_CUDA STREQUAL "OFF")
     endif()
     set(DEPTHBENCH_HAVE_CUDA ON)
     message(STATUS "DepthBench: CUDA backend ON (${CMAKE_CUDA_COMPILER}, sm_${CMAKE_CUDA_ARCHITECTURES})")
+    # cuDNN 9 (optional): the headers of its backend graph API for the fused attention
+    # (src/ops/cuda/cudnn_attention.cpp). The library is opened at run time (dlopen), so the
+    # program starts on a node without it and train.attention = auto falls back; the library
+    # found here is only reported. CUDNN_ROOT (e.g. an NVIDIA wheel's nvidia/cudnn) is searched
+    # first.
+    set(DEPTHBENCH_HAVE_CUDNN OFF)
+    if(DEPTHBENCH_CUDNN)
+      find_path(CUDNN_INCLUDE_DIR cudnn_graph.h HINTS ENV CUDNN_ROOT ${CUDAToolkit_INCLUDE_DIRS}
+                PATH_SUFFIXES include)
+      find_library(CUDNN_LIBRARY NAMES cudnn cudnn_graph HINTS ENV CUDNN_ROOT
+                   ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
+      if(CUDNN_INCLUDE_DIR AND EXISTS ${CUDNN_INCLUDE_DIR}/cudnn_version.h)
+        file(STRINGS ${CUDNN_INCLUDE_DIR}/cudnn_version.h cudnn_version_lines
+             REGEX "#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ")
+        string(REGEX REPLACE ".*CUDNN_MAJOR ([0-9]+).*CUDNN_MINOR ([0-9]+).*CUDNN_PATCHLEVEL ([0-9]+).*"
+               "\\1.\\2.\\3" CUDNN_VERSION "${cudnn_version_lines}")
+        if(CUDNN_VERSION VERSION_GREATER_EQUAL 9 AND CUDNN_VERSION VERSION_LESS 10)
+          set(DEPTHBENCH_HAVE_CUDNN ON)
+        endif()
+      endif()
+      if(DEPTHBENCH_HAVE_CUDNN)
+        message(STATUS "DepthBench: cuDNN ${CUDNN_VERSION} attention ON (headers ${CUDNN_INCLUDE_DIR}; "
+                       "library loaded at run time, here ${CUDNN_LIBRARY})")
+      else()
+        message(STATUS "DepthBench: cuDNN 9 headers not found: attention without cuDNN "
+                       "(set CUDNN_ROOT to use it)")
+      endif()
+    endif()
   elseif(DEPTHBENCH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "DEPTHBENCH_CUDA=ON but no CUDA compiler (nvcc) was found")
   endif()

@@ -66,7 +66,7 @@ int run_bench_command(int argc, char** argv) {
   backend.set_host_threads(threads);
   const int T = config.recipe.seq_len;
   const int64_t B = config.recipe.micro_batch_sequences;
-  Model<float> model(config.model, backend, parse_precision(config.precision));
+  Model<float> model(config.model, backend, config.ops_options());
   model.initialize(config.seed);
   AdamW<float> optimizer(model.layout(), config.recipe, model.space());
   std::vector<int32_t> tokens(B * T);

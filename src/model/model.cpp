@@ -42,9 +42,9 @@ std::unique_ptr<ResidualDesign<T>> make_design(const DesignInfo& info, const Mod
 
 // Every entry point allocates in the backend's memory space (core/memory.hpp).
 template <class T>
-Model<T>::Model(const ModelConfig& config, const Backend& backend, Precision precision)
+Model<T>::Model(const ModelConfig& config, const Backend& backend, const OpsOptions& options)
     : config_(config),
-      ops_(make_ops<T>(backend, precision)),
+      ops_(make_ops<T>(backend, options)),
       layout_(std::make_unique<ParameterLayout>(build_layout(config))),
       head_id_(layout_->id(config.tie_embeddings ? "embed" : "lm_head")) {
   MemorySpaceScope scope(ops_->space());

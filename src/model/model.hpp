@@ -28,7 +28,7 @@ template <class T>
 class Model {
  public:
   explicit Model(const ModelConfig& config, const Backend& backend = find_backend("cpu"),
-                 Precision precision = Precision::fp32);
+                 const OpsOptions& options = {});
   ~Model();
 
   const ModelConfig& config() const { return config_; }

@@ -95,14 +95,14 @@ double Backend::sum_of_squares(const double*, int64_t) const {
 }
 
 template <class T>
-std::unique_ptr<Ops<T>> make_ops(const Backend& backend, Precision precision) {
+std::unique_ptr<Ops<T>> make_ops(const Backend& backend, const OpsOptions& options) {
   if constexpr (std::is_same_v<T, float>)
-    return backend.make_float_ops(precision);
+    return backend.make_float_ops(options);
   else
     return backend.make_double_ops();
 }
 
-template std::unique_ptr<Ops<float>> make_ops<float>(const Backend&, Precision);
-template std::unique_ptr<Ops<double>> make_ops<double>(const Backend&, Precision);
+template std::unique_ptr<Ops<float>> make_ops<float>(const Backend&, const OpsOptions&);
+template std::unique_ptr<Ops<double>> make_ops<double>(const Backend&, const OpsOptions&);
 
 }  // namespace db

@@ -14,9 +14,9 @@
 
 #include "core/communicator.hpp"
 #include "core/memory.hpp"
-#include "core/precision.hpp"
 #include "ops/gradient_reducer.hpp"
 #include "ops/ops.hpp"
+#include "ops/ops_options.hpp"
 
 namespace db {
 
@@ -63,7 +63,8 @@ class Backend {
 
   // --- computation ----------------------------------------------------------------------------
   // db::Error when the combination cannot run (the base versions: double is not supported).
-  virtual std::unique_ptr<Ops<float>> make_float_ops(Precision precision) const = 0;
+  // A backend ignores the options it has no use for (the CPU: all of them).
+  virtual std::unique_ptr<Ops<float>> make_float_ops(const OpsOptions& options) const = 0;
   virtual std::unique_ptr<Ops<double>> make_double_ops() const;
 
   // torch.optim.AdamW on arrays in space(): decoupled decay (where decay[i]) first, then the
@@ -105,6 +106,6 @@ void start_backends(const Communicator& job);
 
 // The ops of a backend in T (float: training; double: CPU gradient checks).
 template <class T>
-std::unique_ptr<Ops<T>> make_ops(const Backend& backend, Precision precision = Precision::fp32);
+std::unique_ptr<Ops<T>> make_ops(const Backend& backend, const OpsOptions& options = {});
 
 }  // namespace db

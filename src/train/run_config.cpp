@@ -204,6 +204,15 @@ std::vector<Key> keys_of(RunConfig& c) {
       text_key("train.precision", c.precision,
                "CUDA arithmetic: bf16 (tensor-core products, fp32 accumulation) | fp32 (parity); "
                "the CPU computes in fp32"),
+      {"train.attention",
+       std::string("CUDA attention path: ") + attention_path_choices() +
+           " (auto: cuDNN, else our flash kernel, else the fp32 reference; reference in fp32 "
+           "runs); the CPU has one attention and ignores it",
+       [&c](const std::string& t) {
+         parse_attention_path(t);  // a bad value fails here, before anything runs
+         c.attention = t;
+       },
+       [&c] { return c.attention; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
@@ -324,6 +333,10 @@ std::string RunConfig::derived_name() const {
   std::snprintf(lr, sizeof lr, "%.0e", recipe.learning_rate);
   return suite + "__" + model.arch + "__L" + std::to_string(model.n_layer) + "_d" +
          std::to_string(model.d_model) + "__lr" + lr;
+}
+
+OpsOptions RunConfig::ops_options() const {
+  return {parse_precision(precision), parse_attention_path(attention)};
 }
 
 std::string RunConfig::to_ini() const {

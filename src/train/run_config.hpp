@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/model_config.hpp"
+#include "ops/ops_options.hpp"
 #include "train/recipe.hpp"
 
 namespace db {
@@ -25,6 +26,7 @@ struct RunConfig {
   std::string suite = "single";
   std::string backend = "cpu";
   std::string precision = "bf16";   // CUDA arithmetic: bf16 | fp32 (core/precision.hpp)
+  std::string attention = "auto";   // CUDA attention path (ops/ops_options.hpp)
   int threads = 0;                  // CPU threads; 0 = all cores of this rank's share
   int64_t log_interval = 10;        // steps between progress lines and curve rows
   int64_t val_interval = 50;        // steps between validation evaluations (and at the end)
@@ -40,6 +42,8 @@ struct RunConfig {
   // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
   std::string derived_name() const;
   std::string run_name() const { return name.empty() ? derived_name() : name; }
+  // precision and attention as the backend takes them (db::Error on a bad value).
+  OpsOptions ops_options() const;
   // The resolved config as INI text (every key, defaults included).
   std::string to_ini() const;
 };

@@ -31,10 +31,16 @@ std::string joined_absolute(const std::vector<std::string>& patterns) {
 
 bool changes_results(const std::string& ini_line) {
   const char* const ignored[] = {
-      "threads",         "log_interval", "checkpoint_interval", "save_initial_weights", "dir ",
+      "threads",
+      "log_interval",
+      "checkpoint_interval",
+      "save_initial_weights",
+      "dir ",
       "name ",
       "backend ",  // the same experiment on either backend: a checkpoint moves between them
-      "stop_after_steps"};
+      "stop_after_steps",
+      "attention ",  // an implementation of the same attention, like the backend (doc/cuda.md)
+  };
   for (const char* key : ignored)
     if (ini_line.rfind(key, 0) == 0) return false;
   return true;
@@ -116,6 +122,8 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed,
   f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
   f.set_attribute("backend", c.backend);
   f.set_attribute("precision", c.precision);  // the CUDA arithmetic; the CPU computes in fp32
+  f.set_attribute("attention", c.attention);  // the requested path; the CUDA backend's note says
+                                              // which one ran when auto fell back
   if (backend) {
     f.set_attribute("device_name", backend->device_name());
     // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.

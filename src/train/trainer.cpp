@@ -100,7 +100,7 @@ class TrainingRun {
         verbose_(verbose && comm.rank() == 0),
         paths_(RunPaths::of(config)),
         log_(nullptr, &close_log),
-        model_(config.model, backend, parse_precision(config.precision)),
+        model_(config.model, backend, config.ops_options()),
         optimizer_(model_.layout(), config.recipe, model_.space()),
         backend_(backend),
         reducer_(backend.make_gradient_reducer(comm)),
@@ -515,7 +515,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
   Fault fault = agree_on_fault(comm, capture_fault([&] {
                                  backend = &choose_backend(config.backend);
                                  backend->set_host_threads(threads);
-                                 parse_precision(config.precision);  // before any file is made
+                                 config.ops_options();  // before any file is made
                                  check_memory(config, *backend);
                                  run.emplace(config, comm, verbose, *backend);
                                }));

@@ -85,7 +85,7 @@ constexpr double kTolerance = 1e-5;
   } while (0)
 
 std::unique_ptr<Ops<float>> ops() {
-  return make_ops<float>(backend(), Precision::fp32);
+  return make_ops<float>(backend(), {Precision::fp32, AttentionPath::reference});
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 //    and in core/communicator.* which wraps it. A collective on the world from inside a run
 //    deadlocks a sweep whose groups run different runs (issue 20: select_gpu(MPI_COMM_WORLD)).
 //  * backends are objects: no file outside a backend's folder includes ops/cpu/ or ops/cuda/,
-//    and the CUDA build flag appears in no source outside src/ops/cuda (and CMake). One
+//    and the CUDA build flags (DEPTHBENCH_HAVE_CUDA, DEPTHBENCH_HAVE_CUDNN) appear in no source
+//    outside src/ops/cuda (and CMake). One
 //    exception: the generic launchers (ops/launch.hpp) include each backend's kernel templates
 //    (ops/cuda/launch.cuh, under nvcc only), since a functor's type cannot pass through a
 //    virtual call; that is the one door through which design arithmetic reaches a device.
@@ -66,9 +67,9 @@ BOOST_AUTO_TEST_CASE(code_outside_a_backend_reaches_it_only_through_the_backend_
           s.text.find("#include \"" + folder) != std::string::npos)
         BOOST_ERROR(s.path + " includes " + folder + ": use the Backend object (ops/backend.hpp)");
     }
-    if (!starts_with(s.path, "ops/cuda/") &&
-        s.text.find("DEPTHBENCH_HAVE_CUDA") != std::string::npos)
-      BOOST_ERROR(s.path + " tests DEPTHBENCH_HAVE_CUDA: only the CUDA folder and CMake may");
+    for (const std::string flag : {"DEPTHBENCH_HAVE_CUDA", "DEPTHBENCH_HAVE_CUDNN"})
+      if (!starts_with(s.path, "ops/cuda/") && s.text.find(flag) != std::string::npos)
+        BOOST_ERROR(s.path + " tests " + flag + ": only the CUDA folder and CMake may");
   }
 }
 

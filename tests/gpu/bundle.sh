@@ -120,6 +120,13 @@ done < <(find "$R/libexec" "$R/ompi" -type f \( -name '*.so' -o -perm -u+x \) -p
          xargs -0 -n 20 ldd 2>/dev/null | awk '$2 == "=>" {print $1, $3}' | sort -u)
 ((${#missing[@]} == 0)) || die "libraries not found by ldd: ${missing[*]}"
 sort -u -o "$R/cuda-libs.txt" "$R/cuda-libs.txt"
+# Loaded with dlopen, so ldd does not see them: cuDNN (the fused attention; without it
+# train.attention = auto falls back, ops/cuda/cudnn_library.cpp) with the libraries it opens
+# itself, and NVRTC for its runtime-compiled engines. env.sh looks for them like the others
+# but reports a missing one as optional.
+printf '%s\n' libcudnn.so.9 libcudnn_graph.so.9 libcudnn_engines_precompiled.so.9 \
+  libcudnn_engines_runtime_compiled.so.9 libcudnn_heuristic.so.9 libnvrtc.so.13 libnvrtc.so.12 \
+  >"$R/cuda-optional-libs.txt"
 say "libraries: $(ls "$R/lib" | wc -l) bundled ($(du -sh "$R/lib" | cut -f1)); from the node: $(tr '\n' ' ' <"$R/cuda-libs.txt")"
 
 # 4. Wrappers on PATH: each real program runs with the bundle's libraries, the shell does not.

@@ -7,7 +7,8 @@
 #     not exported to the whole shell, so the node's own python3 (torch, h5py) keeps its own
 #     zlib, ICU, OpenMP...;
 #  3. finds the CUDA libraries the programs need (listed in cuda-libs.txt: cuBLAS, cuBLASLt,
-#     NCCL...), which are NOT bundled, on the node: $CUDA_HOME, $LD_LIBRARY_PATH, ldconfig's
+#     NCCL...; and in cuda-optional-libs.txt the ones opened at run time, cuDNN and NVRTC,
+#     whose absence is only reported), which are NOT bundled, on the node: $CUDA_HOME, $LD_LIBRARY_PATH, ldconfig's
 #     cache, /usr/local/cuda, then the NVIDIA wheels of whatever python3 exists
 #     (site-packages/nvidia/*/lib), and says which file it uses;
 #  4. sets up Open MPI to run ranks on this node alone, without ssh, as root (OPAL_PREFIX,
@@ -47,7 +48,11 @@ db_env_main() {
 for p in site.getsitepackages() + [site.getusersitepackages()]:
     print(" ".join(sorted(glob.glob(p + "/nvidia/*/lib") + glob.glob(p + "/nvidia/*/*/lib"))))' 2>/dev/null | tr '\n' ' ')"
   done
-  for soname in $(cat "$DB_BUNDLE_ROOT/cuda-libs.txt"); do
+  local optional
+  for soname in $(cat "$DB_BUNDLE_ROOT/cuda-libs.txt") \
+                $(sed 's/$/:optional/' "$DB_BUNDLE_ROOT/cuda-optional-libs.txt" 2>/dev/null); do
+    optional=""
+    case $soname in *:optional) soname=${soname%:optional}; optional=1 ;; esac
     found=""
     for dir in $candidates; do
       if [ -e "$dir/$soname" ]; then found=$dir; break; fi
@@ -55,6 +60,8 @@ for p in site.getsitepackages() + [site.getusersitepackages()]:
     if [ -n "$found" ]; then
       echo "env: $soname from $(readlink -f "$found/$soname")" >&2
       case ":$cuda_dirs:" in *":$found:"*) ;; *) cuda_dirs=${cuda_dirs:+$cuda_dirs:}$found ;; esac
+    elif [ -n "$optional" ]; then
+      echo "env: $soname not found (optional, opened at run time by the cuDNN attention; train.attention = auto falls back without it)" >&2
     else
       echo "env: $soname NOT FOUND (set CUDA_HOME or LD_LIBRARY_PATH; GPU programs will not start)" >&2
       missing="${missing:+$missing }$soname"

@@ -4,7 +4,8 @@
 # 8 minutes on one H200):
 #   1. env    GPU, driver, CUDA, which cuBLAS/NCCL/cuDNN, Python packages; the programs start
 #             and mpirun starts 2 ranks. Without a GPU the check stops here ("no GPU", exit 3).
-#   2. ops    the gpu test programs (ops and every design's model against the CPU backend) with
+#   2. ops    the gpu test programs (ops and every design's model against the CPU backend, the
+#             cuDNN attention against the reference kernel: cudnn_attention_test) with
 #             CUDA_LAUNCH_BLOCKING=1, so that a kernel fault names its kernel; SANITIZE=1 then
 #             runs the op tests under compute-sanitizer memcheck, racecheck and synccheck.
 #   3. scale  the 400M L = 24 shape of input/main400m.ini (d 1024, T 2048, micro-batch 8):
@@ -38,7 +39,7 @@ BUNDLE=""
 while (($#)); do
   case $1 in
     --bundle) BUNDLE=$(cd "${2:?--bundle needs a folder}" && pwd) || exit 2; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -42,7 +42,8 @@ class CpuBackend final : public Backend {
     return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE));
   }
 
-  std::unique_ptr<Ops<float>> make_float_ops(Precision) const override {
+  // fp32 whatever train.precision says, and its one attention whatever train.attention says.
+  std::unique_ptr<Ops<float>> make_float_ops(const OpsOptions&) const override {
     return make_cpu_ops<float>();
   }
   std::unique_ptr<Ops<double>> make_double_ops() const override { return make_cpu_ops<double>(); }

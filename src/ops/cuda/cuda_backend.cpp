@@ -11,6 +11,7 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/cuda_ops.hpp"
+#include "ops/cuda/cudnn_attention.hpp"
 #include "ops/cuda/device.hpp"
 #include "ops/cuda/nccl_communicator.hpp"
 
@@ -62,7 +63,9 @@ class CudaBackend final : public Backend {
   int auto_preference() const override { return 10; }
   std::string device_name() const override { return cuda::device_name(current_device()); }
   std::vector<std::pair<std::string, std::string>> properties() const override {
-    return {{"device_index", std::to_string(current_device())}};
+    // cudnn: which library train.attention = cudnn | auto would use, or why none.
+    return {{"device_index", std::to_string(current_device())},
+            {"cudnn", cuda::cudnn_description()}};
   }
 
   // Collective over the job even where this rank sees no GPU, so that no rank waits alone.
@@ -84,10 +87,10 @@ class CudaBackend final : public Backend {
   size_t memory_used_bytes() const override { return cuda::device_memory_used(); }
   size_t memory_total_bytes() const override { return cuda::device_memory_total(); }
 
-  std::unique_ptr<Ops<float>> make_float_ops(Precision precision) const override {
+  std::unique_ptr<Ops<float>> make_float_ops(const OpsOptions& options) const override {
     if (!available()) throw Error("the CUDA backend needs a visible GPU; none is");
     cuda::configure_memory_pool(current_device());
-    return cuda::make_cuda_ops(precision);
+    return cuda::make_cuda_ops(options);
   }
 
   void adamw_update(float* values, const float* grads, float* m, float* v, const uint8_t* decay,

@@ -2,7 +2,7 @@
 
 #include <tuple>
 
-#include "ops/cuda/attention.hpp"
+#include "ops/cuda/attention_paths.hpp"
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_memory.hpp"
@@ -22,8 +22,9 @@ namespace {
 // values synchronise.
 class CudaOps final : public Ops<float> {
  public:
-  explicit CudaOps(Precision precision)
-      : gemm_(size_t(32) << 20, /*bf16_math=*/precision == Precision::bf16) {}
+  explicit CudaOps(const OpsOptions& options)
+      : gemm_(size_t(32) << 20, /*bf16_math=*/options.precision == Precision::bf16),
+        attention_(options.attention, options.precision) {}
   MemorySpace space() const override { return cuda_memory_space(); }
   const char* name() const override { return "cuda"; }
 
@@ -75,12 +76,12 @@ class CudaOps final : public Ops<float> {
   }
   void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s) override {
-    cuda::attention_forward(o, lse, q, k, v, s, stream_);
+    attention_.forward(o, lse, q, k, v, s, stream_);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* d_o, const float* o,
                           const float* lse, const float* q, const float* k, const float* v,
                           const AttentionShape& s) override {
-    cuda::attention_backward(dq, dk, dv, d_o, o, lse, q, k, v, s, stream_);
+    attention_.backward(dq, dk, dv, d_o, o, lse, q, k, v, s, stream_);
   }
   void moda_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                               const float* depth_k, const float* depth_v,
@@ -146,14 +147,15 @@ class CudaOps final : public Ops<float> {
  private:
   cudaStream_t stream_ = nullptr;  // the legacy default stream
   GemmHandle gemm_;
+  AttentionPaths attention_;  // train.attention: which kernel runs each shape
   RopeTable rope_;
   double rope_theta_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Ops<float>> make_cuda_ops(Precision precision) {
-  return std::make_unique<CudaOps>(precision);
+std::unique_ptr<Ops<float>> make_cuda_ops(const OpsOptions& options) {
+  return std::make_unique<CudaOps>(options);
 }
 
 }  // namespace db::cuda

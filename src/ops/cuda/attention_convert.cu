@@ -1,0 +1,54 @@
+#include "ops/cuda/attention_convert.hpp"
+#include "ops/cuda/cuda_check.hpp"
+
+namespace db::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void to_padded_bf16_kernel(bf16* dst, const float* src, int64_t count, int width,
+                                      int padded_width) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / padded_width;
+    const int col = int(i - row * padded_width);
+    dst[i] = __float2bfloat16(col < width ? src[row * width + col] : 0.f);
+  }
+}
+
+__global__ void from_padded_bf16_kernel(float* dst, const bf16* src, int64_t count, int width,
+                                        int padded_width) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / width;
+    const int col = int(i - row * width);
+    dst[i] = __bfloat162float(src[row * padded_width + col]);
+  }
+}
+
+int blocks_for(int64_t count) {
+  const int64_t blocks = (count + kThreads - 1) / kThreads;
+  return int(blocks < 65535 * 16 ? blocks : 65535 * 16);  // grid-stride loops cover the rest
+}
+
+}  // namespace
+
+void to_padded_bf16(bf16* dst, const float* src, int64_t rows, int width, int padded_width,
+                    cudaStream_t stream) {
+  const int64_t count = rows * padded_width;
+  if (count == 0) return;
+  to_padded_bf16_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, src, count, width,
+                                                                    padded_width);
+  CUDA_CHECK_LAUNCH();
+}
+
+void from_padded_bf16(float* dst, const bf16* src, int64_t rows, int width, int padded_width,
+                      cudaStream_t stream) {
+  const int64_t count = rows * width;
+  if (count == 0) return;
+  from_padded_bf16_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, src, count, width,
+                                                                      padded_width);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace db::cuda
