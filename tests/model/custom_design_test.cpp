@@ -56,8 +56,10 @@ struct GatedAddBackward {
   }
 };
 
+// A single stream (x_0 = embedding, final RMSNorm readout: stream.hpp) run by the layer loop,
+// which also skips, swaps and observes; the design writes only its sublayers.
 template <class T>
-class GatedResidual : public ResidualDesign<T> {
+class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
  public:
   explicit GatedResidual(const ModelConfig& c) : norms_(2 * c.n_layer), y_(2 * c.n_layer) {}
 
@@ -70,67 +72,61 @@ class GatedResidual : public ResidualDesign<T> {
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    const int64_t rows = net.rows(), d = net.d();
-    x_.assign(x0, rows * d);
-    u_.resize(rows * d);
-    net.observe_depth_state(0, x_.data());
-    for (int p = 0; p < net.n_layer(); ++p) {
-      if (!net.skipped(p))
-        for (bool ffn : {false, true}) {
-          const int k = 2 * p + ffn;
-          y_[k].resize(rows * d);
-          net.rmsnorm_forward(net.block_param(p, ffn ? "ffn_norm" : "attn_norm"), x_.data(),
-                              u_.data(), norms_[k], rows, int(d));
-          if (ffn)
-            net.ffn_forward(p, u_.data(), y_[k].data());
-          else
-            net.attention_forward(p, u_.data(), y_[k].data());
-          net.observe_sublayer(k, u_.data(), y_[k].data());
-          for_each_index(
-              net.ops().space(), rows * d,
-              GatedAdd<T>{x_.data(), net.value(gate(net, p, ffn)), y_[k].data(), int(d)});
-        }
-      net.observe_depth_state(p + 1, x_.data());
-    }
-    net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_, rows,
-                        int(d));
+    run_layers_forward(net, *this, x0, features);
+  }
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    run_layers_backward(net, *this, dfeatures, dx0);
   }
 
-  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+  // u = N(x), y = F(u); then x += g ⊙ y.
+  SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t rows = net.rows(), d = net.d();
-    dx_.resize(rows * d);
+    const int k = 2 * p + ffn;
+    u_.resize(rows * d);
+    y_[k].resize(rows * d);
+    net.rmsnorm_forward(norm(net, p, ffn), this->x_.data(), u_.data(), norms_[k], rows, int(d));
+    if (ffn)
+      net.ffn_forward(p, u_.data(), y_[k].data());
+    else
+      net.attention_forward(p, u_.data(), y_[k].data());
+    return {u_.data(), y_[k].data()};
+  }
+  void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    const int64_t d = net.d();
+    for_each_index(
+        net.ops().space(), net.rows() * d,
+        GatedAdd<T>{this->x_.data(), net.value(gate(net, p, ffn)), y_[2 * p + ffn].data(), int(d)});
+  }
+
+  // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
+    const int64_t rows = net.rows(), d = net.d();
+    const int k = 2 * p + ffn, g = gate(net, p, ffn);
+    T* dx = this->dx_.data();
     dy_.resize(rows * d);
-    net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dx_.data(), final_norm_, rows,
-                         int(d));
-    for (int p = net.n_layer() - 1; p >= 0; --p) {
-      if (net.skipped(p)) continue;
-      for (bool ffn : {true, false}) {
-        const int k = 2 * p + ffn, g = gate(net, p, ffn);
-        SumTargets<T> dgate;
-        dgate.add(net.grad(g), int(d));
-        for_each_row_sum(
-            net.ops().space(), rows, dgate,
-            GatedAddBackward<T>{dy_.data(), dx_.data(), net.value(g), y_[k].data(), int(d)});
-        if (ffn)
-          net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
-        else
-          net.attention_backward(p, dy_.data(), u_.data());
-        net.rmsnorm_backward(net.block_param(p, ffn ? "ffn_norm" : "attn_norm"), u_.data(),
-                             dx_.data(), norms_[k], rows, int(d), /*accumulate_dx=*/true);
-      }
-    }
-    net.ops().copy(dx0, dx_.data(), rows * d);
+    SumTargets<T> dgate;
+    dgate.add(net.grad(g), int(d));
+    for_each_row_sum(net.ops().space(), rows, dgate,
+                     GatedAddBackward<T>{dy_.data(), dx, net.value(g), y_[k].data(), int(d)});
+    if (ffn)
+      net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
+    else
+      net.attention_backward(p, dy_.data(), u_.data());
+    net.rmsnorm_backward(norm(net, p, ffn), u_.data(), dx, norms_[k], rows, int(d),
+                         /*accumulate_dx=*/true);
   }
 
  private:
   static int gate(Backbone<T>& net, int p, bool ffn) {
     return net.block_param(p, ffn ? "ffn_gate" : "attn_gate");
   }
+  static int norm(Backbone<T>& net, int p, bool ffn) {
+    return net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
+  }
 
   std::vector<NormCache<T>> norms_;
-  NormCache<T> final_norm_;
   std::vector<Buffer<T>> y_;  // each sublayer's branch output, for the gate gradient
-  Buffer<T> x_, u_, dx_, dy_;
+  Buffer<T> u_, dy_;
 };
 
 // The one registry line: the entry describes the design as the ten of src/model/residual do

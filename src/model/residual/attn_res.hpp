@@ -28,12 +28,13 @@
 #include "core/error.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/design.hpp"
+#include "model/residual/layer_loop.hpp"
 #include "model/residual/stream.hpp"
 
 namespace db {
 
 template <class T>
-class AttnResidual : public ResidualDesign<T> {
+class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
  public:
   // group_size S: consecutive sublayers summed into one source (1 = Full AttnRes).
   AttnResidual(const ModelConfig& c, int group_size) : S_(group_size), K_(2 * c.n_layer) {
@@ -55,52 +56,74 @@ class AttnResidual : public ResidualDesign<T> {
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    const int64_t rows = net.rows(), d = net.d(), count = rows * d;
-    const int L = net.n_layer();
-    const int groups = (K_ + S_ - 1) / S_;
+    run_layers_forward(net, *this, x0, features);
+  }
+  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
+    run_layers_backward(net, *this, dfeatures, dx0);
+  }
+
+  // --- the steps of the layer loop (layer_loop.hpp) ---------------------------------------
+  void begin_forward(Backbone<T>& net, const T* x0) override {
+    const int64_t count = net.rows() * net.d();
     emb_.assign(x0, count);
     mixes_.assign(K_ + 1, Mix{});
     ran_.assign(K_, false);
-    group_sum_.assign(groups, {});
+    group_sum_.assign((K_ + S_ - 1) / S_, {});
     pre_norm_.resize(K_);
     u_.resize(count);
     y_.resize(count);
     partial_.assign_zeros(count);
     partial_members_ = 0;
-    for (int p = 0; p < L; ++p) {
-      const int c = 2 * p;
-      if (p == 0) {
-        mixes_[c].kind = Mix::kEmbedding;
-        mixes_[c].h = emb_;
-      } else if (net.skipped(p - 1)) {
-        copy_boundary(c, c - 2);
-      } else {
-        mix(net, c, output_mixer(net, p - 1));
-      }
-      net.observe_depth_state(p, mixes_[c].h.data());
-      if (net.skipped(p)) {
-        close_group(c, rows * d);
-        close_group(c + 1, rows * d);
-        continue;
-      }
-      run_sublayer(net, p, false);
-      close_group(c, rows * d);
-      mix(net, c + 1, net.block_param(p, "ffn_res.query"));
-      run_sublayer(net, p, true);
-      close_group(c + 1, rows * d);
-    }
-    if (net.skipped(L - 1))
-      copy_boundary(K_, K_ - 2);
-    else
-      mix(net, K_, output_mixer(net, L - 1));
-    net.observe_depth_state(L, mixes_[K_].h.data());
-    net.rmsnorm_forward(net.layout().id("final_norm"), mixes_[K_].h.data(), features, final_norm_,
-                        rows, int(d));
   }
 
-  void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
-    const int64_t rows = net.rows(), d = net.d(), count = rows * d;
-    const int L = net.n_layer();
+  // z_l, the input mix of block l's attention (consumer 2l; l = L: the readout's, consumer K).
+  DepthState<T> depth_state(Backbone<T>& net, int l) override {
+    const int c = 2 * l;
+    if (l == 0) {
+      mixes_[c].kind = Mix::kEmbedding;
+      mixes_[c].h = emb_;
+    } else if (net.skipped(l - 1)) {
+      copy_boundary(c, c - 2);
+    } else {
+      mix(net, c, output_mixer(net, l - 1));
+    }
+    return {mixes_[c].h.data(), net.d()};
+  }
+
+  // A skipped block adds no source; the groups its positions end still close.
+  void skip_forward(Backbone<T>& net, int p) override {
+    close_group(2 * p, net.rows() * net.d());
+    close_group(2 * p + 1, net.rows() * net.d());
+  }
+
+  SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
+    const int k = 2 * p + ffn;
+    if (ffn) mix(net, k, net.block_param(p, "ffn_res.query"));
+    ran_[k] = true;
+    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
+    net.rmsnorm_forward(gain, mixes_[k].h.data(), u_.data(), pre_norm_[k], net.rows(), net.d());
+    if (ffn)
+      net.ffn_forward(p, u_.data(), y_.data());
+    else
+      net.attention_forward(p, u_.data(), y_.data());
+    return {u_.data(), y_.data()};
+  }
+
+  // The raw output joins the partial sum; at the end of a group the partial becomes a block sum.
+  void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    const int64_t count = net.rows() * net.d();
+    add_into(net.ops(), partial_.data(), y_.data(), count);
+    ++partial_members_;
+    close_group(2 * p + ffn, count);
+  }
+
+  void readout_forward(Backbone<T>& net, T* features) override {
+    net.rmsnorm_forward(net.layout().id("final_norm"), mixes_[K_].h.data(), features, final_norm_,
+                        net.rows(), net.d());
+  }
+
+  void readout_backward(Backbone<T>& net, const T* dfeatures) override {
+    const int64_t count = net.rows() * net.d();
     const int groups = (K_ + S_ - 1) / S_;
     demb_.assign_zeros(count);
     zeroed(dh_, K_ + 1, count);
@@ -108,17 +131,29 @@ class AttnResidual : public ResidualDesign<T> {
     zeroed(dpartial_, S_ > 1 ? groups : 0, count);
     dy_.resize(count);
     net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dh_[K_].data(), final_norm_,
-                         rows, int(d));
-    consumer_backward(net, K_);
-    for (int p = L - 1; p >= 0; --p) {
-      if (!net.skipped(p)) {
-        sublayer_backward(net, p, true);
-        consumer_backward(net, 2 * p + 1);
-        sublayer_backward(net, p, false);
-      }
-      consumer_backward(net, 2 * p);
-    }
-    net.ops().copy(dx0, demb_.data(), count);
+                         net.rows(), net.d());
+  }
+
+  void depth_state_backward(Backbone<T>& net, int l) override { consumer_backward(net, 2 * l); }
+
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
+    const int k = 2 * p + ffn, g = k / S_;
+    const int64_t count = net.rows() * net.d();
+    // y_k reaches later consumers through its group's sum and through partial sums.
+    net.ops().copy(dy_.data(), dgroup_[g].data(), count);
+    if (!dpartial_.empty()) add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
+    if (ffn)
+      net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
+    else
+      net.attention_backward(p, dy_.data(), u_.data());
+    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
+    net.rmsnorm_backward(gain, u_.data(), dh_[k].data(), pre_norm_[k], net.rows(), net.d(),
+                         /*accumulate_dx=*/true);
+    if (ffn) consumer_backward(net, k);  // the FFN's input mix, computed in sublayer_forward
+  }
+
+  void end_backward(Backbone<T>& net, T* dx0) override {
+    net.ops().copy(dx0, demb_.data(), net.rows() * net.d());
   }
 
   // [sources × consumers] as ResidualDesign documents: the depth-softmax weight each consumer
@@ -245,42 +280,12 @@ class AttnResidual : public ResidualDesign<T> {
                           {rows, net.d(), sources, net.config().norm_eps});
   }
 
-  void run_sublayer(Backbone<T>& net, int p, bool ffn) {
-    const int k = 2 * p + ffn;
-    const int64_t count = net.rows() * net.d();
-    ran_[k] = true;
-    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_forward(gain, mixes_[k].h.data(), u_.data(), pre_norm_[k], net.rows(), net.d());
-    if (ffn)
-      net.ffn_forward(p, u_.data(), y_.data());
-    else
-      net.attention_forward(p, u_.data(), y_.data());
-    net.observe_sublayer(k, u_.data(), y_.data());
-    add_into(net.ops(), partial_.data(), y_.data(), count);  // the raw output joins the partial sum
-    ++partial_members_;
-  }
-
   // After sublayer k (run or skipped): at the end of a group the partial becomes a block sum.
   void close_group(int k, int64_t count) {
     if ((k + 1) % S_ != 0) return;
     if (partial_members_ > 0) group_sum_[k / S_] = partial_;
     partial_.assign_zeros(count);
     partial_members_ = 0;
-  }
-
-  void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
-    const int k = 2 * p + ffn, g = k / S_;
-    const int64_t count = net.rows() * net.d();
-    // y_k reaches later consumers through its group's sum and through partial sums.
-    net.ops().copy(dy_.data(), dgroup_[g].data(), count);
-    if (!dpartial_.empty()) add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
-    if (ffn)
-      net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
-    else
-      net.attention_backward(p, dy_.data(), u_.data());
-    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_backward(gain, u_.data(), dh_[k].data(), pre_norm_[k], net.rows(), net.d(),
-                         /*accumulate_dx=*/true);
   }
 
   void consumer_backward(Backbone<T>& net, int c) {

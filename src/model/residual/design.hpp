@@ -19,7 +19,8 @@ class ResidualDesign {
  public:
   virtual ~ResidualDesign() = default;
 
-  // x0, features: [rows, d]. Caches whatever the backward needs.
+  // x0, features: [rows, d]. Caches whatever the backward needs. The ten designs run the one
+  // layer loop (layer_loop.hpp: blocks, skip, observers, readout) on their LayerMixing.
   virtual void forward(Backbone<T>& net, const T* x0, T* features) = 0;
   // dfeatures: [rows, d] → dx0 (overwritten); parameter gradients are added.
   virtual void backward(Backbone<T>& net, const T* dfeatures, T* dx0) = 0;

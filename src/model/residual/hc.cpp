@@ -80,10 +80,15 @@ struct HcCoefficientGrads {
 };
 
 template <class T>
-class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
+class HyperConnections : public ResidualDesign<T>,
+                         public MultiStream<T>,
+                         public StreamMixingSource {
  public:
   explicit HyperConnections(const ModelConfig& c)
-      : n_(hc_streams(c)), sum_then_norm_(hc_sum_then_norm(c)), subs_(2 * c.n_layer) {}
+      : MultiStream<T>(
+            c, hc_streams(c),
+            hc_sum_then_norm(c) ? StreamReadout::sum_then_norm : StreamReadout::norm_then_sum),
+        subs_(2 * c.n_layer) {}
 
   static void declare(ParameterLayout& layout, const ModelConfig& c) {
     const int n = hc_streams(c);
@@ -113,33 +118,10 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    const int64_t rows = net.rows(), d = net.d(), n = n_;
-    state_.resize(rows * n * d);
-    broadcast_streams(net.ops().space(), state_.data(), x0, rows, int(n), int(d));
-    ran_.assign(subs_.size(), false);
-    rows_ = rows;
-    net.observe_depth_state(0, state_.data(), int(n * d));
-    for (int p = 0; p < net.n_layer(); ++p) {
-      if (!net.skipped(p)) {  // a skipped block: the whole n-stream state passes unchanged
-        sublayer_forward(net, p, false);
-        sublayer_forward(net, p, true);
-      }
-      net.observe_depth_state(p + 1, state_.data(), int(n * d));
-    }
-    stream_readout_forward(net, readout_mode(), state_.data(), rows, int(n), features, final_norm_);
+    run_layers_forward(net, *this, x0, features);
   }
-
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
-    const int64_t rows = net.rows(), d = net.d(), n = n_;
-    dstate_.resize(rows * n * d);
-    stream_readout_backward(net, readout_mode(), dfeatures, rows, int(n), dstate_.data(),
-                            final_norm_);
-    for (int p = net.n_layer() - 1; p >= 0; --p) {
-      if (net.skipped(p)) continue;
-      sublayer_backward(net, p, true);
-      sublayer_backward(net, p, false);
-    }
-    sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), rows, int(n), int(d));
+    run_layers_backward(net, *this, dfeatures, dx0);
   }
 
   // Per token, the input weights a_k = α[:,0], maps M_k = A_kᵀ and output weights b_k = β of
@@ -157,34 +139,11 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
   // LogitLens: a depth state (the n streams) read out as this design's own readout does.
   void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
                      T* features) override {
-    DB_REQUIRE(width == n_ * net.d(), "HC depth state must hold n·d values per token");
-    NormCache<T> cache;
-    stream_readout_forward(net, readout_mode(), state, rows, n_, features, cache);
+    this->read_out(net, state, rows, width, features);
   }
 
- private:
-  struct Sublayer {
-    NormCache<T> stream_norm, pre_norm;  // stream_norm.x keeps the input state H
-    Buffer<T> hn, ta, tb, alpha, beta, u, y;
-  };
-
-  struct Ids {
-    int static_alpha, static_beta, w_alpha, w_beta, s_alpha, s_beta, norm, gain;
-  };
-  Ids ids(Backbone<T>& net, int p, bool ffn) const {
-    const std::string s = ffn ? "ffn_hc." : "attn_hc.";
-    return {
-        net.block_param(p, s + "static_alpha"), net.block_param(p, s + "static_beta"),
-        net.block_param(p, s + "w_alpha"),      net.block_param(p, s + "w_beta"),
-        net.block_param(p, s + "s_alpha"),      net.block_param(p, s + "s_beta"),
-        net.block_param(p, s + "norm"),         net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
-  }
-
-  // α [rows, n, n+1]: column 0 weighs the streams into the sublayer input, column 1 + i the
-  // streams into output stream i, so M(r, i, j) = α[r, j, 1 + i] (ops.hpp StreamMapLayout).
-  StreamMapLayout alpha_map() const { return {int64_t(n_) * (n_ + 1), 1, n_ + 1, 1}; }
-
-  void sublayer_forward(Backbone<T>& net, int p, bool ffn) {
+  // The sublayer steps of the layer loop (layer_loop.hpp); the state is MultiStream's.
+  SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn, n = n_, n1 = n_ + 1, d = net.d();
     const int64_t rows = net.rows(), R = rows * n;
     Ops<T>& ops = net.ops();
@@ -217,14 +176,18 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
       net.ffn_forward(p, c.u.data(), c.y.data());
     else
       net.attention_forward(p, c.u.data(), c.y.data());
-    net.observe_sublayer(k, c.u.data(), c.y.data());
-    // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
-    mix_streams(ops.space(), state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
-                c.alpha.data(), alpha_map(), rows, n, d);
+    return {c.u.data(), c.y.data()};
+  }
+
+  // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
+  void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    const Sublayer& c = subs_[2 * p + ffn];
+    mix_streams(net.ops().space(), state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
+                c.alpha.data(), alpha_map(), net.rows(), n_, net.d());
   }
 
   // dstate_ holds ∂/∂H' on entry and ∂/∂H on exit.
-  void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn, n = n_, n1 = n_ + 1, d = net.d();
     const int64_t rows = net.rows(), R = rows * n;
     Ops<T>& ops = net.ops();
@@ -273,9 +236,27 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
     dstate_.swap(dH_);
   }
 
-  StreamReadout readout_mode() const {
-    return sum_then_norm_ ? StreamReadout::sum_then_norm : StreamReadout::norm_then_sum;
+ private:
+  struct Sublayer {
+    NormCache<T> stream_norm, pre_norm;  // stream_norm.x keeps the input state H
+    Buffer<T> hn, ta, tb, alpha, beta, u, y;
+  };
+
+  struct Ids {
+    int static_alpha, static_beta, w_alpha, w_beta, s_alpha, s_beta, norm, gain;
+  };
+  Ids ids(Backbone<T>& net, int p, bool ffn) const {
+    const std::string s = ffn ? "ffn_hc." : "attn_hc.";
+    return {
+        net.block_param(p, s + "static_alpha"), net.block_param(p, s + "static_beta"),
+        net.block_param(p, s + "w_alpha"),      net.block_param(p, s + "w_beta"),
+        net.block_param(p, s + "s_alpha"),      net.block_param(p, s + "s_beta"),
+        net.block_param(p, s + "norm"),         net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
   }
+
+  // α [rows, n, n+1]: column 0 weighs the streams into the sublayer input, column 1 + i the
+  // streams into output stream i, so M(r, i, j) = α[r, j, 1 + i] (ops.hpp StreamMapLayout).
+  StreamMapLayout alpha_map() const { return {int64_t(n_) * (n_ + 1), 1, n_ + 1, 1}; }
 
   // Maps M_k = A_kᵀ (identity for skipped sublayers) and optionally a_k, b_k per token.
   StreamMixing collect(int64_t rows, std::vector<double>* in, std::vector<double>* out) const {
@@ -296,13 +277,14 @@ class HyperConnections : public ResidualDesign<T>, public StreamMixingSource {
                               });
   }
 
-  int n_;
-  bool sum_then_norm_;
+  using MultiStream<T>::n_;
+  using MultiStream<T>::state_;
+  using MultiStream<T>::dstate_;
+  using MultiStream<T>::ran_;
+  using MultiStream<T>::rows_;
+
   std::vector<Sublayer> subs_;
-  std::vector<bool> ran_;
-  int64_t rows_ = 0;
-  NormCache<T> final_norm_;
-  Buffer<T> state_, dstate_, dalpha_, dbeta_, dy_, dx_, dH_, dza_, dzb_;
+  Buffer<T> dalpha_, dbeta_, dy_, dx_, dH_, dza_, dzb_;
 };
 
 }  // namespace

@@ -10,27 +10,31 @@
 namespace db {
 namespace {
 
+// s_b = 1/sqrt(b+1) of every parameter block b.
+std::vector<double> lns_block_scales(const ModelConfig& c) {
+  std::vector<double> scale(c.n_layer);
+  for (int b = 0; b < c.n_layer; ++b) scale[b] = 1.0 / std::sqrt(double(b + 1));
+  return scale;
+}
+
 template <class T>
 class Lns : public ResidualDesign<T> {
  public:
-  explicit Lns(const ModelConfig& c) : stream_(c), block_scale_(c.n_layer) {
-    for (int b = 0; b < c.n_layer; ++b) block_scale_[b] = 1.0 / std::sqrt(double(b + 1));
-  }
+  explicit Lns(const ModelConfig& c) : stream_(c, lns_block_scales(c)) {}
 
   static void declare(ParameterLayout& layout, const ModelConfig& c) {
     declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    stream_.forward(net, x0, features, &block_scale_);
+    run_layers_forward(net, stream_, x0, features);
   }
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
-    stream_.backward(net, dfeatures, dx0, &block_scale_);
+    run_layers_backward(net, stream_, dfeatures, dx0);
   }
 
  private:
   PreNormStream<T> stream_;
-  std::vector<double> block_scale_;  // indexed by parameter block
 };
 
 }  // namespace

@@ -91,10 +91,14 @@ struct MhcCoefficientGrads {
 };
 
 template <class T>
-class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSource {
+class ManifoldHyperConnections : public ResidualDesign<T>,
+                                 public MultiStream<T>,
+                                 public StreamMixingSource {
  public:
   explicit ManifoldHyperConnections(const ModelConfig& c)
-      : opt_(mhc_options(c)), subs_(2 * c.n_layer) {}
+      : MultiStream<T>(c, mhc_options(c).n, StreamReadout::mean_then_norm),
+        opt_(mhc_options(c)),
+        subs_(2 * c.n_layer) {}
 
   static void declare(ParameterLayout& layout, const ModelConfig& c) {
     const MhcOptions o = mhc_options(c);
@@ -124,34 +128,10 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
-    rows_ = rows;
-    state_.resize(rows * n * d);
-    broadcast_streams(net.ops().space(), state_.data(), x0, rows, int(n), int(d));
-    ran_.assign(subs_.size(), false);
-    net.observe_depth_state(0, state_.data(), int(n * d));
-    for (int p = 0; p < net.n_layer(); ++p) {
-      if (!net.skipped(p)) {  // a skipped block: the whole n-stream state passes unchanged
-        sublayer_forward(net, p, false);
-        sublayer_forward(net, p, true);
-      }
-      net.observe_depth_state(p + 1, state_.data(), int(n * d));
-    }
-    stream_readout_forward(net, StreamReadout::mean_then_norm, state_.data(), rows, int(n),
-                           features, final_norm_);
+    run_layers_forward(net, *this, x0, features);
   }
-
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
-    const int64_t rows = net.rows(), d = net.d(), n = opt_.n;
-    dstate_.resize(rows * n * d);
-    stream_readout_backward(net, StreamReadout::mean_then_norm, dfeatures, rows, int(n),
-                            dstate_.data(), final_norm_);
-    for (int p = net.n_layer() - 1; p >= 0; --p) {
-      if (net.skipped(p)) continue;
-      sublayer_backward(net, p, true);
-      sublayer_backward(net, p, false);
-    }
-    sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), rows, int(n), int(d));
+    run_layers_backward(net, *this, dfeatures, dx0);
   }
 
   // a_k = H_pre, M_k = H_res, b_k = H_post per token (stream_mixing.hpp); readout = mean.
@@ -166,35 +146,11 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
   // LogitLens: a depth state (the n streams) read out as the design does: mean, final norm.
   void readout_state(Backbone<T>& net, const T* state, int64_t rows, int width,
                      T* features) override {
-    NormCache<T> cache;
-    stream_readout_forward(net, StreamReadout::mean_then_norm, state, rows, width / net.d(),
-                           features, cache);
+    this->read_out(net, state, rows, width, features);
   }
 
- private:
-  struct Sublayer {
-    NormCache<T> vec_norm, pre_norm;  // vec_norm.x keeps the input state X
-    Buffer<T> v, z, pre, post, res_logits, res, u, y;
-  };
-
-  struct Ids {
-    int phi, bias, gates, norm, gain;
-  };
-  Ids ids(Backbone<T>& net, int p, bool ffn) const {
-    const std::string s = ffn ? "ffn_mhc." : "attn_mhc.";
-    return {net.block_param(p, s + "phi"), net.block_param(p, s + "bias"),
-            net.block_param(p, s + "gates"), net.block_param(p, s + "norm"),
-            net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
-  }
-
-  SinkhornShape sinkhorn_shape(int64_t rows) const {
-    return {rows, opt_.n, opt_.sinkhorn_iters, opt_.sinkhorn_eps};
-  }
-
-  // H_res [rows, n, n]: M(r, i, j) = H_res[r, i, j] (ops.hpp StreamMapLayout).
-  StreamMapLayout res_map() const { return {int64_t(opt_.n) * opt_.n, opt_.n, 1, 0}; }
-
-  void sublayer_forward(Backbone<T>& net, int p, bool ffn) {
+  // The sublayer steps of the layer loop (layer_loop.hpp); the state is MultiStream's.
+  SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn, n = opt_.n, nn = n * n, m = nn + 2 * n, d = net.d(), nd = n * d;
     const int64_t rows = net.rows();
     Ops<T>& ops = net.ops();
@@ -224,14 +180,18 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
       net.ffn_forward(p, c.u.data(), c.y.data());
     else
       net.attention_forward(p, c.u.data(), c.y.data());
-    net.observe_sublayer(k, c.u.data(), c.y.data());
-    // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y.
-    mix_streams(ops.space(), state_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
-                rows, n, d);
+    return {c.u.data(), c.y.data()};
+  }
+
+  // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y; X itself is kept in vec_norm.x.
+  void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    const Sublayer& c = subs_[2 * p + ffn];
+    mix_streams(net.ops().space(), state_.data(), c.vec_norm.x.data(), c.y.data(), c.post.data(),
+                c.res.data(), res_map(), net.rows(), n_, net.d());
   }
 
   // dstate_ holds ∂/∂X' on entry and ∂/∂X on exit.
-  void sublayer_backward(Backbone<T>& net, int p, bool ffn) {
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn, n = opt_.n, nn = n * n, m = nn + 2 * n, d = net.d(), nd = n * d;
     const int64_t rows = net.rows();
     Ops<T>& ops = net.ops();
@@ -275,6 +235,29 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
     dstate_.swap(dX_);
   }
 
+ private:
+  struct Sublayer {
+    NormCache<T> vec_norm, pre_norm;  // vec_norm.x keeps the input state X
+    Buffer<T> v, z, pre, post, res_logits, res, u, y;
+  };
+
+  struct Ids {
+    int phi, bias, gates, norm, gain;
+  };
+  Ids ids(Backbone<T>& net, int p, bool ffn) const {
+    const std::string s = ffn ? "ffn_mhc." : "attn_mhc.";
+    return {net.block_param(p, s + "phi"), net.block_param(p, s + "bias"),
+            net.block_param(p, s + "gates"), net.block_param(p, s + "norm"),
+            net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
+  }
+
+  SinkhornShape sinkhorn_shape(int64_t rows) const {
+    return {rows, opt_.n, opt_.sinkhorn_iters, opt_.sinkhorn_eps};
+  }
+
+  // H_res [rows, n, n]: M(r, i, j) = H_res[r, i, j] (ops.hpp StreamMapLayout).
+  StreamMapLayout res_map() const { return {int64_t(opt_.n) * opt_.n, opt_.n, 1, 0}; }
+
   // Maps M_k = H_res,k (identity for skipped sublayers); optionally a_k = H_pre, b_k = H_post.
   StreamMixing collect(std::vector<double>* in, std::vector<double>* out) const {
     const int n = opt_.n, nn = n * n;
@@ -293,12 +276,15 @@ class ManifoldHyperConnections : public ResidualDesign<T>, public StreamMixingSo
                               });
   }
 
+  using MultiStream<T>::n_;
+  using MultiStream<T>::state_;
+  using MultiStream<T>::dstate_;
+  using MultiStream<T>::ran_;
+  using MultiStream<T>::rows_;
+
   MhcOptions opt_;
   std::vector<Sublayer> subs_;
-  std::vector<bool> ran_;
-  int64_t rows_ = 0;
-  NormCache<T> final_norm_;
-  Buffer<T> state_, dstate_, dpre_, dpost_, dres_, dy_, dx_, dX_, dres_logits_, dz_;
+  Buffer<T> dpre_, dpost_, dres_, dy_, dx_, dX_, dres_logits_, dz_;
 };
 
 }  // namespace

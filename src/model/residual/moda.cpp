@@ -159,13 +159,15 @@ template <class T>
 class Moda : public ResidualDesign<T> {
  public:
   explicit Moda(const ModelConfig& c)
-      : stack_(c,
-               [post = c.option("moda_post_norm", false)](const Backbone<T>&, int, bool ffn) {
-                 SublayerForm f;
-                 (post ? f.out_norm : f.in_norm) = ffn ? "ffn_norm" : "attn_norm";
-                 return f;
-               }),
-        core_(c) {}
+      : core_(c),
+        stack_(
+            c,
+            [post = c.option("moda_post_norm", false)](const Backbone<T>&, int, bool ffn) {
+              SublayerForm f;
+              (post ? f.out_norm : f.in_norm) = ffn ? "ffn_norm" : "attn_norm";
+              return f;
+            },
+            &core_) {}
 
   static void declare(ParameterLayout& layout, const ModelConfig& c) {
     declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
@@ -187,16 +189,16 @@ class Moda : public ResidualDesign<T> {
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
     core_.begin_forward(net);
-    stack_.forward(net, x0, features, core_);
+    run_layers_forward(net, stack_, x0, features);
   }
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
     core_.begin_backward();
-    stack_.backward(net, dfeatures, dx0, core_);
+    run_layers_backward(net, stack_, dfeatures, dx0);
   }
 
  private:
+  ModaCore<T> core_;  // before stack_, which runs it
   SublayerStack<T> stack_;
-  ModaCore<T> core_;
 };
 
 }  // namespace

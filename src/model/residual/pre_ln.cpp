@@ -17,10 +17,10 @@ class PreLn : public ResidualDesign<T> {
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    stream_.forward(net, x0, features, /*norm_scale=*/nullptr);
+    run_layers_forward(net, stream_, x0, features);
   }
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
-    stream_.backward(net, dfeatures, dx0, nullptr);
+    run_layers_backward(net, stream_, dfeatures, dx0);
   }
 
  private:

@@ -17,10 +17,10 @@ class SandwichLn : public ResidualDesign<T> {
   }
 
   void forward(Backbone<T>& net, const T* x0, T* features) override {
-    stack_.forward(net, x0, features, core_);
+    run_layers_forward(net, stack_, x0, features);
   }
   void backward(Backbone<T>& net, const T* dfeatures, T* dx0) override {
-    stack_.backward(net, dfeatures, dx0, core_);
+    run_layers_backward(net, stack_, dfeatures, dx0);
   }
 
  private:
@@ -32,7 +32,6 @@ class SandwichLn : public ResidualDesign<T> {
   }
 
   SublayerStack<T> stack_;
-  SublayerCore<T> core_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The single pre-norm residual stream shared by Pre-LN (§1), LNS (§3) and MoDA (§6):
-// h = x + Attn(s_b·N_a(x)); x' = h + FFN(s_b·N_f(h)); features = N_final(x_L).
+// The single residual stream x [rows, d] of the single-stream designs (x_0 = the embedding,
+// features = N_final(x_L)), and the pre-norm sublayer on it shared by Pre-LN (§1) and LNS (§3):
+// h = x + Attn(s_b·N_a(x)); x' = h + FFN(s_b·N_f(h)).
 // s_b is 1 except for LNS; it belongs to the block's parameters, so it travels on a swap.
 #pragma once
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "model/backbone.hpp"
+#include "model/residual/layer_loop.hpp"
 
 namespace db {
 
@@ -28,79 +30,87 @@ void scale_into(Ops<T>& ops, T* x, double s, int64_t count) {
   if (s != 1.0) ops.axpby(x, T(s), x, T(0), count);
 }
 
+// The state of a single-stream design for the layer loop (layer_loop.hpp): x_ from the
+// embedding, every depth state is x_, the readout is the final RMSNorm, dx_ its gradient. A
+// design adds its sublayers, which read and update x_ (forward) and dx_ (backward).
 template <class T>
-class PreNormStream {
+class SingleStream : public LayerMixing<T> {
  public:
-  explicit PreNormStream(const ModelConfig& c) : attn_norm_(c.n_layer), ffn_norm_(c.n_layer) {}
-
-  // block_scale[b] multiplies the norm outputs of parameter block b (null: all 1).
-  void forward(Backbone<T>& net, const T* x0, T* features, const std::vector<double>* block_scale) {
-    const int64_t count = net.rows() * net.d();
-    x_.assign(x0, count);
-    u_.resize(count);
-    y_.resize(count);
-    net.observe_depth_state(0, x_.data());
-    for (int p = 0; p < net.n_layer(); ++p) {
-      if (!net.skipped(p)) {
-        const double s = block_scale ? (*block_scale)[net.param_block(p)] : 1.0;
-        sublayer_forward(net, p, /*ffn=*/false, s);
-        sublayer_forward(net, p, /*ffn=*/true, s);
-      }
-      net.observe_depth_state(p + 1, x_.data());
-    }
+  void begin_forward(Backbone<T>& net, const T* x0) override {
+    x_.assign(x0, net.rows() * net.d());
+  }
+  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override { return {x_.data(), net.d()}; }
+  void readout_forward(Backbone<T>& net, T* features) override {
     net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_, net.rows(),
                         net.d());
   }
-
-  void backward(Backbone<T>& net, const T* dfeatures, T* dx0,
-                const std::vector<double>* block_scale) {
-    const int64_t count = net.rows() * net.d();
-    dx_.resize(count);
-    du_.resize(count);
+  void readout_backward(Backbone<T>& net, const T* dfeatures) override {
+    dx_.resize(net.rows() * net.d());
     net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dx_.data(), final_norm_,
                          net.rows(), net.d());
-    for (int p = net.n_layer() - 1; p >= 0; --p) {
-      if (net.skipped(p)) continue;
-      const double s = block_scale ? (*block_scale)[net.param_block(p)] : 1.0;
-      sublayer_backward(net, p, /*ffn=*/true, s);
-      sublayer_backward(net, p, /*ffn=*/false, s);
-    }
-    net.ops().copy(dx0, dx_.data(), count);
+  }
+  void end_backward(Backbone<T>& net, T* dx0) override {
+    net.ops().copy(dx0, dx_.data(), net.rows() * net.d());
   }
 
-  // The stream's current state (valid after forward), for designs that read it.
-  const Buffer<T>& state() const { return x_; }
+ protected:
+  Buffer<T> x_, dx_;  // the stream [rows, d]; ∂loss/∂x of the sublayer being differentiated
 
  private:
-  void sublayer_forward(Backbone<T>& net, int p, bool ffn, double s) {
+  NormCache<T> final_norm_;
+};
+
+template <class T>
+class PreNormStream : public SingleStream<T> {
+ public:
+  // block_scale[b] multiplies the norm outputs of parameter block b (empty: all 1).
+  explicit PreNormStream(const ModelConfig& c, std::vector<double> block_scale = {})
+      : attn_norm_(c.n_layer), ffn_norm_(c.n_layer), block_scale_(std::move(block_scale)) {}
+
+  SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t count = net.rows() * net.d();
+    u_.resize(count);
+    y_.resize(count);
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
     net.rmsnorm_forward(gain, x_.data(), u_.data(), (ffn ? ffn_norm_ : attn_norm_)[p], net.rows(),
                         net.d());
-    scale_into(net.ops(), u_.data(), s, count);
+    scale_into(net.ops(), u_.data(), scale(net, p), count);
     if (ffn)
       net.ffn_forward(p, u_.data(), y_.data());
     else
       net.attention_forward(p, u_.data(), y_.data());
-    net.observe_sublayer(2 * p + ffn, u_.data(), y_.data());
-    add_into(net.ops(), x_.data(), y_.data(), count);
+    return {u_.data(), y_.data()};
   }
 
-  void sublayer_backward(Backbone<T>& net, int p, bool ffn, double s) {
+  void sublayer_merge(Backbone<T>& net, int, bool) override {
+    add_into(net.ops(), x_.data(), y_.data(), net.rows() * net.d());
+  }
+
+  // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t count = net.rows() * net.d();
+    du_.resize(count);
     if (ffn)
       net.ffn_backward(p, dx_.data(), du_.data());
     else
       net.attention_backward(p, dx_.data(), du_.data());
-    scale_into(net.ops(), du_.data(), s, count);
+    scale_into(net.ops(), du_.data(), scale(net, p), count);
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
     net.rmsnorm_backward(gain, du_.data(), dx_.data(), (ffn ? ffn_norm_ : attn_norm_)[p],
                          net.rows(), net.d(), /*accumulate_dx=*/true);
   }
 
+ private:
+  using SingleStream<T>::x_;
+  using SingleStream<T>::dx_;
+
+  double scale(const Backbone<T>& net, int p) const {
+    return block_scale_.empty() ? 1.0 : block_scale_[net.param_block(p)];
+  }
+
   std::vector<NormCache<T>> attn_norm_, ffn_norm_;
-  NormCache<T> final_norm_;
-  Buffer<T> x_, u_, y_, dx_, du_;
+  std::vector<double> block_scale_;  // by parameter block
+  Buffer<T> u_, y_, du_;
 };
 
 }  // namespace db

@@ -1,12 +1,15 @@
 // The n-stream state of HC (§7) and mHC (§8): [rows, n, d], stream-major per token. Shared here:
 // how the embedding enters it, how its gradient leaves it, and the readouts into the LM head
-// (also used by LogitLens through ResidualDesign::readout_state).
+// (also used by LogitLens through ResidualDesign::readout_state), as the state both designs
+// hand the layer loop (MultiStream).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "core/error.hpp"
 #include "model/backbone.hpp"
+#include "model/residual/layer_loop.hpp"
 #include "model/residual/stream_kernels.hpp"
 
 namespace db {
@@ -48,5 +51,53 @@ void stream_readout_backward(Backbone<T>& net, StreamReadout mode, const T* dfea
     net.ops().axpby(dreduced.data(), T(1.0 / n), dreduced.data(), T(0), rows * d);
   broadcast_streams(net.ops().space(), dstate, dreduced.data(), rows, n, d);
 }
+
+// The n-stream state for the layer loop (layer_loop.hpp): H_0 = n copies of the embedding,
+// depth states of width n·d, the readout `mode`, dx0 = Σ_s dH[s]. A design adds its sublayers,
+// which read and update state_ (forward) and dstate_ (backward) and mark ran_.
+template <class T>
+class MultiStream : public LayerMixing<T> {
+ public:
+  MultiStream(const ModelConfig& c, int n, StreamReadout mode)
+      : n_(n), mode_(mode), sublayers_(2 * c.n_layer) {}
+
+  void begin_forward(Backbone<T>& net, const T* x0) override {
+    rows_ = net.rows();
+    state_.resize(rows_ * n_ * net.d());
+    broadcast_streams(net.ops().space(), state_.data(), x0, rows_, n_, net.d());
+    ran_.assign(sublayers_, false);
+  }
+  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override {
+    return {state_.data(), n_ * net.d()};
+  }
+  void readout_forward(Backbone<T>& net, T* features) override {
+    stream_readout_forward(net, mode_, state_.data(), rows_, n_, features, final_norm_);
+  }
+  void readout_backward(Backbone<T>& net, const T* dfeatures) override {
+    dstate_.resize(net.rows() * n_ * net.d());
+    stream_readout_backward(net, mode_, dfeatures, net.rows(), n_, dstate_.data(), final_norm_);
+  }
+  void end_backward(Backbone<T>& net, T* dx0) override {
+    sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), net.rows(), n_, net.d());
+  }
+
+  // LogitLens: a depth state [rows, n·d] read out as the forward's readout does.
+  void read_out(Backbone<T>& net, const T* state, int64_t rows, int width, T* features) const {
+    DB_REQUIRE(width == n_ * net.d(), "a multi-stream depth state must hold n·d values per token");
+    NormCache<T> cache;
+    stream_readout_forward(net, mode_, state, rows, n_, features, cache);
+  }
+
+ protected:
+  const int n_;
+  Buffer<T> state_, dstate_;  // [rows, n, d]; ∂loss/∂state of the sublayer being differentiated
+  std::vector<bool> ran_;     // the sublayers the last forward ran (not skipped)
+  int64_t rows_ = 0;          // of the last forward
+
+ private:
+  StreamReadout mode_;
+  int sublayers_;
+  NormCache<T> final_norm_;
+};
 
 }  // namespace db

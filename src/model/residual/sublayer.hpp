@@ -3,7 +3,8 @@
 //   x' = N_out( α·x + N_branch( F( s·N_in(x) ) ) )
 // Pre-LN is {N_in}, Sandwich-LN {N_in, N_branch}, DeepNorm {N_out, α}, KEEL {N_in, N_out, α}.
 // F is the block's attention or FFN core (or a design's replacement, e.g. MoDA attention).
-// The stack runs the block schedule (skip, swap), the observers and the final RMSNorm.
+// The stack is a single stream (stream.hpp) run by the layer loop (layer_loop.hpp), which owns the
+// block schedule (skip, swap), the observers and the final RMSNorm.
 #pragma once
 #include <algorithm>
 #include <functional>
@@ -48,47 +49,18 @@ struct SublayerCore {
   }
 };
 
+// The stack of these sublayers on a single stream (stream.hpp), for the layer loop.
 template <class T>
-class SublayerStack {
+class SublayerStack : public SingleStream<T> {
  public:
   // The form of the sublayer at position p; may depend on net.param_block(p) (KEEL's block 0).
   using FormOf = std::function<SublayerForm(const Backbone<T>& net, int p, bool ffn)>;
 
-  SublayerStack(const ModelConfig& c, FormOf form)
-      : form_(std::move(form)), caches_(2 * c.n_layer) {}
+  // core: F of every sublayer (null: the block's own attention and FFN).
+  SublayerStack(const ModelConfig& c, FormOf form, SublayerCore<T>* core = nullptr)
+      : form_(std::move(form)), core_(core ? *core : plain_core_), caches_(2 * c.n_layer) {}
 
-  void forward(Backbone<T>& net, const T* x0, T* features, SublayerCore<T>& core) {
-    x_.assign(x0, net.rows() * net.d());
-    net.observe_depth_state(0, x_.data());
-    for (int p = 0; p < net.n_layer(); ++p) {
-      if (!net.skipped(p)) {  // a skipped block is the identity
-        sublayer_forward(net, p, false, core);
-        sublayer_forward(net, p, true, core);
-      }
-      net.observe_depth_state(p + 1, x_.data());
-    }
-    net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_, net.rows(),
-                        net.d());
-  }
-
-  void backward(Backbone<T>& net, const T* dfeatures, T* dx0, SublayerCore<T>& core) {
-    dx_.resize(net.rows() * net.d());
-    net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dx_.data(), final_norm_,
-                         net.rows(), net.d());
-    for (int p = net.n_layer() - 1; p >= 0; --p) {
-      if (net.skipped(p)) continue;
-      sublayer_backward(net, p, true, core);
-      sublayer_backward(net, p, false, core);
-    }
-    net.ops().copy(dx0, dx_.data(), net.rows() * net.d());
-  }
-
- private:
-  struct Cache {
-    NormCache<T> in, branch, out;
-  };
-
-  void sublayer_forward(Backbone<T>& net, int p, bool ffn, SublayerCore<T>& core) {
+  SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
@@ -101,8 +73,14 @@ class SublayerStack {
       scale_into(net.ops(), u_.data(), f.in_scale, count);
       u = u_.data();
     }
-    core.forward(net, p, ffn, u, y_.data());
-    net.observe_sublayer(2 * p + ffn, u, y_.data());
+    core_.forward(net, p, ffn, u, y_.data());
+    return {u, y_.data()};
+  }
+
+  void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    const SublayerForm f = form_(net, p, ffn);
+    Cache& c = caches_[2 * p + ffn];
+    const int64_t rows = net.rows(), count = rows * net.d();
     const T* y = y_.data();
     if (!f.branch_norm.empty()) {
       net.rmsnorm_forward(net.block_param(p, f.branch_norm), y_.data(), tmp_.data(), c.branch, rows,
@@ -121,7 +99,7 @@ class SublayerStack {
   }
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
-  void sublayer_backward(Backbone<T>& net, int p, bool ffn, SublayerCore<T>& core) {
+  void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
@@ -143,7 +121,7 @@ class SublayerStack {
                            rows, net.d());
       dy = dy_.data();
     }
-    core.backward(net, p, ffn, dy, du_.data());
+    core_.backward(net, p, ffn, dy, du_.data());
     net.ops().axpby(dx_.data(), T(f.alpha), dz_.data(), T(0), count);  // dx = α·dz
     if (!f.in_norm.empty()) {
       scale_into(net.ops(), du_.data(), f.in_scale, count);
@@ -154,10 +132,19 @@ class SublayerStack {
     }
   }
 
+ private:
+  using SingleStream<T>::x_;
+  using SingleStream<T>::dx_;
+
+  struct Cache {
+    NormCache<T> in, branch, out;
+  };
+
   FormOf form_;
+  SublayerCore<T> plain_core_;
+  SublayerCore<T>& core_;
   std::vector<Cache> caches_;
-  NormCache<T> final_norm_;
-  Buffer<T> x_, u_, y_, tmp_, dx_, dz_, dy_, du_;
+  Buffer<T> u_, y_, tmp_, dz_, dy_, du_;
 };
 
 }  // namespace db

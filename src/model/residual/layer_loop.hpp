@@ -1,0 +1,94 @@
+// The layer loop of every residual design, written once (doc/designs.md "The layer loop"): the
+// walk over block positions p = 0..L−1 forward and back, the block schedule's skip (a skipped
+// block runs neither sublayer; swaps reach a design through net.param_block / block_param), the
+// diagnostics' observation points (depth states z_0..z_L, every sublayer's core input and raw
+// output) and the readout into the LM head's features. A design supplies what differs, as a
+// LayerMixing: the state it carries between blocks (one stream of width d, n streams of n·d,
+// AttnRes's depth sources), how a sublayer reads and writes it, and its readout.
+#pragma once
+#include "model/backbone.hpp"
+
+namespace db {
+
+// Depth state z_l as the observers and LogitLens see it: [rows, width].
+template <class T>
+struct DepthState {
+  const T* data;
+  int width;
+};
+
+// What the observers see of a sublayer: its core's input (after any norm the design applies
+// before the core) and the core's raw output, both [rows, d].
+template <class T>
+struct SublayerIO {
+  const T* input;
+  const T* output;
+};
+
+template <class T>
+class LayerMixing {
+ public:
+  virtual ~LayerMixing() = default;
+
+  // --- forward, in run_layers_forward's order ---------------------------------------------
+  // Builds the state from the embedding x0 [rows, d].
+  virtual void begin_forward(Backbone<T>& net, const T* x0) = 0;
+  // z_l, the state block l reads (l = L: the readout's input); called once per l, in order.
+  // A design whose blocks read a mix of earlier outputs (AttnRes) computes the mix here.
+  virtual DepthState<T> depth_state(Backbone<T>& net, int l) = 0;
+  // Sublayer (p, ffn) up to its core: reads the state, runs the core, shows what it ran on.
+  virtual SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) = 0;
+  // Then writes the core's output into the state (after the observer saw it).
+  virtual void sublayer_merge(Backbone<T>& net, int p, bool ffn) = 0;
+  // Block p is skipped. Default: the state passes unchanged.
+  virtual void skip_forward(Backbone<T>& /*net*/, int /*p*/) {}
+  // features [rows, d] from z_L: the final norm and whatever precedes it.
+  virtual void readout_forward(Backbone<T>& net, T* features) = 0;
+
+  // --- backward, the reverse order --------------------------------------------------------
+  virtual void readout_backward(Backbone<T>& net, const T* dfeatures) = 0;
+  // Backward of depth_state(l). Default: nothing, the state was only passed on.
+  virtual void depth_state_backward(Backbone<T>& /*net*/, int /*l*/) {}
+  virtual void sublayer_backward(Backbone<T>& net, int p, bool ffn) = 0;
+  // dx0 [rows, d] (overwritten) from the gradient of the state built by begin_forward.
+  virtual void end_backward(Backbone<T>& net, T* dx0) = 0;
+};
+
+// x0 → features: z_0, block 0, z_1, ..., block L−1, z_L, readout; every z_l and sublayer is
+// handed to the backbone's observers.
+template <class T>
+void run_layers_forward(Backbone<T>& net, LayerMixing<T>& mixing, const T* x0, T* features) {
+  mixing.begin_forward(net, x0);
+  for (int l = 0;; ++l) {
+    const DepthState<T> z = mixing.depth_state(net, l);
+    net.observe_depth_state(l, z.data, z.width);
+    if (l == net.n_layer()) break;
+    if (net.skipped(l)) {
+      mixing.skip_forward(net, l);
+      continue;
+    }
+    for (bool ffn : {false, true}) {
+      const SublayerIO<T> io = mixing.sublayer_forward(net, l, ffn);
+      net.observe_sublayer(2 * l + ffn, io.input, io.output);
+      mixing.sublayer_merge(net, l, ffn);
+    }
+  }
+  mixing.readout_forward(net, features);
+}
+
+// dfeatures → dx0 (overwritten), parameter gradients added: the forward's steps in reverse.
+template <class T>
+void run_layers_backward(Backbone<T>& net, LayerMixing<T>& mixing, const T* dfeatures, T* dx0) {
+  mixing.readout_backward(net, dfeatures);
+  mixing.depth_state_backward(net, net.n_layer());
+  for (int p = net.n_layer() - 1; p >= 0; --p) {
+    if (!net.skipped(p)) {
+      mixing.sublayer_backward(net, p, /*ffn=*/true);
+      mixing.sublayer_backward(net, p, /*ffn=*/false);
+    }
+    mixing.depth_state_backward(net, p);
+  }
+  mixing.end_backward(net, dx0);
+}
+
+}  // namespace db
