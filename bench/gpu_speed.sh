@@ -92,7 +92,7 @@ skip() { record "$1" "{\"source\": \"$2\", \"arch\": \"$3\"${4:+, \"mode\": \"$4
 
 # ours SHAPE DESIGN [--breakdown]: one depthbench bench, its JSON recorded under SHAPE.
 ours() {
-  local shape=$1 design=$2 extra=${3:-} limit log line
+  local shape=$1 design=$2 extra=${3:-} limit log line suite shape_args
   limit=$(item_limit)
   ((limit > 0)) || { skip "$shape" depthbench "$design"; return; }
   log=$OUT/depthbench_${shape}_$design.log
@@ -120,15 +120,20 @@ TORCH_DESIGNS=" $("$PYTHON" "$HERE/pytorch_reference.py" --list-designs 2>/dev/n
 
 # theirs SHAPE DESIGN MODE: bench/pytorch_reference.py on the shape depthbench measured.
 theirs() {
-  local shape=$1 design=$2 mode=$3 limit log shape_json
+  local shape=$1 design=$2 mode=$3 limit log shape_json suite shape_args
   if [[ $TORCH_DESIGNS != *" $design "* ]]; then
     record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"design $design is not written in the PyTorch reference\"}"
     return
   fi
   limit=$(item_limit)
   ((limit > 0)) || { skip "$shape" pytorch "$design" "$mode"; return; }
-  shape_json=$(grep -P "^$shape\t" "$RESULTS" | grep -m1 '"result"' | cut -f2)
-  [[ -n $shape_json ]] || { record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"no depthbench row gave the shape\"}"; return; }
+  # The shape as depthbench resolves it (without running anything, so PyTorch runs even where
+  # our own bench failed).
+  read -r -a suite <<<"${SHAPE_SUITE[$shape]}"
+  read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
+  shape_json=$("$DEPTHBENCH" bench --shape-only --suite "${suite[0]}" --depth "${suite[1]}" \
+    "${shape_args[@]}" 2>&1 | grep -m1 '^{')
+  [[ -n $shape_json ]] || { record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"depthbench bench --shape-only gave no shape\"}"; return; }
   log=$OUT/pytorch_${shape}_${design}_$mode.log
   echo "[gpu_speed +$(($(date +%s) - START))s] pytorch $mode $design $shape (limit ${limit}s)" >&2
   timeout -k 10 "$limit" "$PYTHON" "$HERE/pytorch_reference.py" --json --device "$TORCH_DEVICE" \

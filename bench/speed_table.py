@@ -72,7 +72,9 @@ def main():
     if args.cpu_smoke:
         print("\n**CPU smoke run** (`--cpu-smoke`): tiny shapes on the CPU backend; the figures "
               "test the script, they measure nothing.")
-    print(f"\nDevice: {device or 'host CPU'} ({backend} backend), {args.precision}. "
+    where = (f"{device or 'host CPU'} ({backend} backend)" if measured
+             else "— (no depthbench row was measured)")
+    print(f"\nDevice: {where}, {args.precision}. "
           f"MFU = (6·N_non-embedding + 12·L·d·T + design extras) FLOP per token × tokens/s / "
           f"{args.peak_tflops:.0f} TFLOP/s — the assumed peak (dense bf16 of one H100/H200 SXM "
           f"unless PEAK_TFLOPS says otherwise).")

@@ -38,37 +38,38 @@ void print_bench_json(const BenchResult& r) {
     std::snprintf(text, sizeof text, "%.9g", x);
     return std::string(text);
   };
+  auto integer = [](int64_t x) { return std::to_string(x); };
   field("arch", json_quote(m.arch));
   field("backend", json_quote(r.backend));
   field("device", json_quote(r.device));
   field("precision", json_quote(c.precision));
-  field("threads", number(r.threads));
-  field("n_layer", number(m.n_layer));
-  field("d_model", number(m.d_model));
-  field("n_head", number(m.n_head));
-  field("n_kv_head", number(m.kv_heads()));
-  field("ff", number(m.ff_dim()));
-  field("vocab_size", number(m.vocab_size));
+  field("threads", integer(r.threads));
+  field("n_layer", integer(m.n_layer));
+  field("d_model", integer(m.d_model));
+  field("n_head", integer(m.n_head));
+  field("n_kv_head", integer(m.kv_heads()));
+  field("ff", integer(m.ff_dim()));
+  field("vocab_size", integer(m.vocab_size));
   field("qk_norm", m.qk_norm ? "true" : "false");
-  field("seq_len", number(c.recipe.seq_len));
-  field("micro_batch", number(double(c.recipe.micro_batch_sequences)));
-  field("params", number(double(r.params)));
-  field("params_non_embedding", number(double(r.params_non_embedding)));
+  field("seq_len", integer(c.recipe.seq_len));
+  field("micro_batch", integer(c.recipe.micro_batch_sequences));
+  field("params", integer(r.params));
+  field("params_non_embedding", integer(r.params_non_embedding));
   field("flops_per_token", number(r.flops_per_token));
-  field("warmup_steps", number(r.warmup_steps));
-  field("steps", number(double(r.measured_steps)));
+  field("warmup_steps", integer(r.warmup_steps));
+  field("steps", integer(r.measured_steps));
   field("step_ms", number(r.step_ms));
   field("tokens_per_second", number(r.tokens_per_second));
   field("peak_tflops", number(r.peak_tflops));
   field("mfu", number(r.mfu()));
-  field("peak_memory_bytes", number(double(r.peak_memory_bytes)));
+  field("peak_memory_bytes", integer(int64_t(r.peak_memory_bytes)));
   field("loss", number(r.loss));
   if (!r.breakdown.empty()) {
     std::string sections = "[";
     for (const SectionTimer::Total& t : r.breakdown)
       sections += std::string(sections.size() > 1 ? ", " : "") +
                   "{\"section\": " + json_quote(t.section) + ", \"ms\": " + number(t.milliseconds) +
-                  ", \"calls\": " + number(double(t.calls)) + "}";
+                  ", \"calls\": " + integer(t.calls) + "}";
     field("breakdown_step_ms", number(r.breakdown_step_ms));
     field("breakdown", sections + "]");
   }

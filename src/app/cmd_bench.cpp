@@ -35,8 +35,9 @@ struct BenchOptions {
   int depth = 0;
   int warmup_steps = 1;  // --warmup: untimed steps first (allocations, plans, page faults)
   double peak_tflops = kPeakBf16Tflops;
-  bool json = false;       // --json: one JSON object instead of the text lines
-  bool breakdown = false;  // --breakdown: one more step, every op timed
+  bool json = false;        // --json: one JSON object instead of the text lines
+  bool breakdown = false;   // --breakdown: one more step, every op timed
+  bool shape_only = false;  // --shape-only: the JSON of the resolved shape, nothing timed
 };
 
 int to_int(const std::string& option, const std::string& text, int min) {
@@ -57,8 +58,8 @@ BenchOptions take_bench_options(int& argc, char** argv) {
   int out = 0;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (i > 0 && (arg == "--json" || arg == "--breakdown")) {
-      (arg == "--json" ? o.json : o.breakdown) = true;
+    if (i > 0 && (arg == "--json" || arg == "--breakdown" || arg == "--shape-only")) {
+      (arg == "--json" ? o.json : arg == "--breakdown" ? o.breakdown : o.shape_only) = true;
       continue;
     }
     const size_t eq = arg.find('=');
@@ -114,7 +115,7 @@ const char* usage() {
   return "usage: depthbench bench [--suite SUITE --depth L] [--model.* shape] "
          "[--train.seq_len T] [--train.micro_batch B] [--train.steps timed steps] "
          "[--train.threads N] [--backend BACKEND] [--warmup N] [--peak-tflops P] [--json] "
-         "[--breakdown]\n"
+         "[--breakdown] [--shape-only]\n"
          "  --suite S --depth L  the shape of depth L of suite S (file or shipped name) with its "
          "recipe's vocabulary, T and micro-batch;\n"
          "                       --model.* / --train.* keys given as well override it\n"
@@ -123,7 +124,8 @@ const char* usage() {
          "H100/H200 SXM)\n"
          "  --json               print one JSON object (bench/gpu_speed.sh reads it)\n"
          "  --breakdown          time every op of one more step (CUDA events on a GPU, the host "
-         "clock on the CPU)";
+         "clock on the CPU)\n"
+         "  --shape-only         print the JSON of the resolved shape (no backend, nothing timed)";
 }
 
 }  // namespace
@@ -142,9 +144,19 @@ int run_bench_command(int argc, char** argv) {
   config.recipe.steps = 5;
   if (!parse_run_config(argc, argv, config, usage())) return 0;
   DB_REQUIRE(config.recipe.steps >= 1, "--train.steps (the timed steps) must be at least 1");
+  BenchResult result;
+  const ParameterCounts counts = count_parameters(config.model);
+  result.config = config;
+  result.params = counts.total;
+  result.params_non_embedding = counts.total - counts.embedding;
+  result.flops_per_token = flops_per_token(config.model, config.recipe.seq_len);
+  result.peak_tflops = options.peak_tflops;
+  if (options.shape_only) {  // e.g. the shape for the PyTorch reference when our run fails
+    print_bench_json(result);
+    return 0;
+  }
   // The backend's device was chosen at start-up (main.cpp, start_backends).
   Backend& backend = choose_backend(options.backend.empty() ? config.backend : options.backend);
-  BenchResult result;
   result.threads = config.threads > 0 ? config.threads : backend.host_threads();
   backend.set_host_threads(result.threads);
   backend.reset_memory_peak();
@@ -200,18 +212,12 @@ int run_bench_command(int argc, char** argv) {
     result.breakdown = timer->totals();
     timer->set_recording(false);
   }
-  const ParameterCounts counts = count_parameters(config.model);
-  result.config = config;
   result.backend = backend.name();
   result.device = backend.space().is_host() ? "" : backend.device_name();
-  result.params = counts.total;
-  result.params_non_embedding = counts.total - counts.embedding;
-  result.flops_per_token = flops_per_token(config.model, T);
   result.warmup_steps = options.warmup_steps;
   result.measured_steps = config.recipe.steps;
   result.step_ms = measured_ms / double(config.recipe.steps);
   result.tokens_per_second = double(B * T) / (result.step_ms * 1e-3);
-  result.peak_tflops = options.peak_tflops;
   result.peak_memory_bytes = backend.memory_peak_bytes();
   if (options.json) {
     print_bench_json(result);
