@@ -119,7 +119,12 @@ class TimedOps final : public Ops<T> {
   void timed(const char* section, Call&& call) {
     if (!timer_.recording()) return call();
     timer_.begin(section);
-    call();
+    try {
+      call();
+    } catch (...) {  // the section still ends: a later op may begin one
+      timer_.end();
+      throw;
+    }
     timer_.end();
   }
 

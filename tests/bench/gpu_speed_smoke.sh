@@ -5,11 +5,11 @@
 # "failed" row, the reason, and exit status 1.
 # usage: gpu_speed_smoke.sh DEPTHBENCH PYTHON SOURCE_DIR WORK_DIR
 set -euo pipefail
-depthbench=$1 python=$2 src=$3 work=$4
+depthbench=$1 python=$2 root=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-DEPTHBENCH=$depthbench PYTHON=$python bash "$src/bench/gpu_speed.sh" --cpu-smoke --out "$work/ok" \
+DEPTHBENCH=$depthbench PYTHON=$python bash "$root/bench/gpu_speed.sh" --cpu-smoke --out "$work/ok" \
   >"$work/ok.txt" 2>"$work/ok.err" || { cat "$work/ok.txt" "$work/ok.err"; fail "exit status $?"; }
 table=$work/ok/gpu_speed.md
 cat "$table"
@@ -40,7 +40,7 @@ fake=$work/fake-depthbench
 printf '#!/bin/sh\necho "depthbench bench: error: out of device memory" >&2\nexit 1\n' >"$fake"
 chmod +x "$fake"
 status=0
-DEPTHBENCH=$fake PYTHON=$python DESIGNS=pre_ln bash "$src/bench/gpu_speed.sh" --cpu-smoke --out "$work/bad" \
+DEPTHBENCH=$fake PYTHON=$python DESIGNS=pre_ln bash "$root/bench/gpu_speed.sh" --cpu-smoke --out "$work/bad" \
   >"$work/bad.txt" 2>&1 || status=$?
 cat "$work/bad.txt"
 ((status == 1)) || fail "exit status $status with a failing depthbench, expected 1"
