@@ -77,7 +77,8 @@ else
   BACKEND=cuda TORCH_DEVICE=cuda
   declare -A SHAPE_ARGS=([L24]="" [L70]="" [1p6b]="")
 fi
-declare -A SHAPE_SUITE=([L24]="$SUITE_400M 24" [L70]="$SUITE_400M 70" [1p6b]="$SUITE_1P6B $DEPTH_1P6B")
+declare -A SHAPE_SUITE=([L24]=$SUITE_400M [L70]=$SUITE_400M [1p6b]=$SUITE_1P6B)
+declare -A SHAPE_DEPTH=([L24]=24 [L70]=70 [1p6b]=$DEPTH_1P6B)
 
 left() { echo $((BUDGET_S - ($(date +%s) - START))); }
 # Seconds the next command may take: ITEM_S, or what is left of the budget; 0 when too little.
@@ -92,15 +93,14 @@ skip() { record "$1" "{\"source\": \"$2\", \"arch\": \"$3\"${4:+, \"mode\": \"$4
 
 # ours SHAPE DESIGN [--breakdown]: one depthbench bench, its JSON recorded under SHAPE.
 ours() {
-  local shape=$1 design=$2 extra=${3:-} limit log line suite shape_args
+  local shape=$1 design=$2 extra=${3:-} limit log line shape_args
   limit=$(item_limit)
   ((limit > 0)) || { skip "$shape" depthbench "$design"; return; }
   log=$OUT/depthbench_${shape}_$design.log
-  read -r -a suite <<<"${SHAPE_SUITE[$shape]}"
   read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
   echo "[gpu_speed +$(($(date +%s) - START))s] depthbench $design $shape (limit ${limit}s)" >&2
   timeout -k 10 "$limit" "$DEPTHBENCH" bench --json --backend "$BACKEND" \
-    --suite "${suite[0]}" --depth "${suite[1]}" "${shape_args[@]}" --model.arch "$design" \
+    --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" "${shape_args[@]}" --model.arch "$design" \
     --train.precision "$PRECISION" --train.steps "$STEPS" --warmup "$WARMUP" \
     --peak-tflops "$PEAK_TFLOPS" $extra >"$log" 2>&1
   local rc=$?
@@ -120,7 +120,7 @@ TORCH_DESIGNS=" $("$PYTHON" "$HERE/pytorch_reference.py" --list-designs 2>/dev/n
 
 # theirs SHAPE DESIGN MODE: bench/pytorch_reference.py on the shape depthbench measured.
 theirs() {
-  local shape=$1 design=$2 mode=$3 limit log shape_json suite shape_args
+  local shape=$1 design=$2 mode=$3 limit log shape_json shape_args
   if [[ $TORCH_DESIGNS != *" $design "* ]]; then
     record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"design $design is not written in the PyTorch reference\"}"
     return
@@ -129,9 +129,8 @@ theirs() {
   ((limit > 0)) || { skip "$shape" pytorch "$design" "$mode"; return; }
   # The shape as depthbench resolves it (without running anything, so PyTorch runs even where
   # our own bench failed).
-  read -r -a suite <<<"${SHAPE_SUITE[$shape]}"
   read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
-  shape_json=$("$DEPTHBENCH" bench --shape-only --suite "${suite[0]}" --depth "${suite[1]}" \
+  shape_json=$("$DEPTHBENCH" bench --shape-only --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" \
     "${shape_args[@]}" 2>&1 | grep -m1 '^{')
   [[ -n $shape_json ]] || { record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"depthbench bench --shape-only gave no shape\"}"; return; }
   log=$OUT/pytorch_${shape}_${design}_$mode.log
@@ -172,8 +171,9 @@ else
 fi
 
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cat "$ROOT/../VERSION" 2>/dev/null || echo unknown)
-"$PYTHON" "$HERE/speed_table.py" "$RESULTS" --commit "$commit" --peak-tflops "$PEAK_TFLOPS" \
-  --precision "$PRECISION" $( ((SMOKE)) && echo --cpu-smoke) >"$OUT/gpu_speed.md"
+table_args=(--commit "$commit" --peak-tflops "$PEAK_TFLOPS" --precision "$PRECISION")
+((SMOKE)) && table_args+=(--cpu-smoke)
+"$PYTHON" "$HERE/speed_table.py" "$RESULTS" "${table_args[@]}" >"$OUT/gpu_speed.md"
 rc=$?
 cat "$OUT/gpu_speed.md"
 echo "results: $OUT/gpu_speed.md, $RESULTS, logs in $OUT" >&2
