@@ -1,110 +1,231 @@
 // depthbench bench: training throughput of one shape and design on random tokens — tokens/s,
-// achieved GFLOP/s (PaLM FLOPs per token), MFU on a GPU, and peak memory. A benchmark, not a
-// test. `--backend cpu|cuda|auto` (or --train.backend) picks the backend; both run the same
-// model code and optimizer as training.
-#include <sys/resource.h>
-
+// achieved GFLOP/s (PaLM FLOPs per token), MFU, step time and peak memory; `--breakdown` adds
+// the time of every op in one more step. A benchmark, not a test. `--backend cpu|cuda|auto`
+// (or --train.backend) picks the backend; both run the same model code and optimizer as
+// training. bench/gpu_speed.sh runs it for every design and prints the table (doc/performance.md).
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "app/bench_report.hpp"
 #include "app/commands.hpp"
+#include "app/installed_files.hpp"
+#include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "ops/backend.hpp"
+#include "sweep/sweep_plan.hpp"
 #include "train/adamw.hpp"
 #include "train/run_config.hpp"
 
 namespace db::app {
 namespace {
 
-// Dense bf16 peak of one H100/H200 SXM (vendor datasheet), the MFU denominator.
-constexpr double kPeakBf16Flops = 989e12;
+// Dense bf16 peak of one H100/H200 SXM (vendor datasheet), the default MFU denominator.
+constexpr double kPeakBf16Tflops = 989;
 
-// Takes `--backend X` / `--backend=X` out of argv (the run config spells it --train.backend).
-std::string take_backend_option(int& argc, char** argv) {
-  std::string backend;
+// bench's own options, taken out of argv before the run-config parser sees the rest.
+struct BenchOptions {
+  std::string backend;  // --backend (the run config spells it --train.backend)
+  std::string suite;    // --suite FILE|NAME with --depth L: the suite's shape and recipe
+  int depth = 0;
+  int warmup_steps = 1;  // --warmup: untimed steps first (allocations, plans, page faults)
+  double peak_tflops = kPeakBf16Tflops;
+  bool json = false;        // --json: one JSON object instead of the text lines
+  bool breakdown = false;   // --breakdown: one more step, every op timed
+  bool shape_only = false;  // --shape-only: the JSON of the resolved shape, nothing timed
+};
+
+int to_int(const std::string& option, const std::string& text, int min) {
+  size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  DB_REQUIRE(used == text.size() && value >= min,
+             option + " needs an integer ≥ " + std::to_string(min) + ", not '" + text + "'");
+  return value;
+}
+
+BenchOptions take_bench_options(int& argc, char** argv) {
+  BenchOptions o;
   int out = 0;
   for (int i = 0; i < argc; ++i) {
-    if (i > 0 && !std::strcmp(argv[i], "--backend") && i + 1 < argc) {
-      backend = argv[++i];
+    const std::string arg = argv[i];
+    if (i > 0 && (arg == "--json" || arg == "--breakdown" || arg == "--shape-only")) {
+      (arg == "--json" ? o.json : arg == "--breakdown" ? o.breakdown : o.shape_only) = true;
       continue;
     }
-    if (i > 0 && !std::strncmp(argv[i], "--backend=", 10)) {
-      backend = argv[i] + 10;
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    if (i == 0 || (name != "--backend" && name != "--suite" && name != "--depth" &&
+                   name != "--warmup" && name != "--peak-tflops")) {
+      argv[out++] = argv[i];
       continue;
     }
-    argv[out++] = argv[i];
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else {
+      DB_REQUIRE(i + 1 < argc, name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "--backend") o.backend = value;
+    if (name == "--suite") o.suite = value;
+    if (name == "--depth") o.depth = to_int(name, value, 1);
+    if (name == "--warmup") o.warmup_steps = to_int(name, value, 0);
+    if (name == "--peak-tflops") {
+      o.peak_tflops = std::atof(value.c_str());
+      DB_REQUIRE(o.peak_tflops > 0, "--peak-tflops needs a positive number, not '" + value + "'");
+    }
   }
   argc = out;
-  return backend;
+  DB_REQUIRE(o.suite.empty() == (o.depth == 0), "--suite and --depth go together");
+  return o;
+}
+
+// The recipe of the suite and its shape of depth L (as `plan` builds its runs), design Pre-LN.
+RunConfig suite_config(const std::string& suite_name, int depth) {
+  const sweep::Suite suite = sweep::parse_suite_file(locate_suite(suite_name));
+  std::string depths;
+  for (const sweep::Shape& shape : sweep::suite_shapes(suite)) {
+    depths += (depths.empty() ? "" : ", ") + std::to_string(shape.n_layer());
+    if (shape.n_layer() != depth) continue;
+    RunConfig config = suite.base;
+    const ModelConfig& m = shape.model;
+    config.model.n_layer = m.n_layer;
+    config.model.d_model = m.d_model;
+    config.model.n_head = m.n_head;
+    config.model.n_kv_head = m.n_kv_head;
+    config.model.ff = m.ff;
+    config.model.qk_norm = m.qk_norm;
+    return config;
+  }
+  throw Error("--depth " + std::to_string(depth) + ": suite " + suite.name +
+              " has no shape of that depth (depths: " + depths + ")");
+}
+
+const char* usage() {
+  return "usage: depthbench bench [--suite SUITE --depth L] [--model.* shape] "
+         "[--train.seq_len T] [--train.micro_batch B] [--train.steps timed steps] "
+         "[--train.threads N] [--backend BACKEND] [--warmup N] [--peak-tflops P] [--json] "
+         "[--breakdown] [--shape-only]\n"
+         "  --suite S --depth L  the shape of depth L of suite S (file or shipped name) with its "
+         "recipe's vocabulary, T and micro-batch;\n"
+         "                       --model.* / --train.* keys given as well override it\n"
+         "  --warmup N           untimed steps before the timed ones (default 1)\n"
+         "  --peak-tflops P      the MFU denominator per device (default 989: dense bf16 of one "
+         "H100/H200 SXM)\n"
+         "  --json               print one JSON object (bench/gpu_speed.sh reads it)\n"
+         "  --breakdown          time every op of one more step (CUDA events on a GPU, the host "
+         "clock on the CPU)\n"
+         "  --shape-only         print the JSON of the resolved shape (no backend, nothing timed)";
 }
 
 }  // namespace
 
 int run_bench_command(int argc, char** argv) {
-  const std::string backend_option = take_backend_option(argc, argv);
+  const BenchOptions options = take_bench_options(argc, argv);
   RunConfig config;
+  if (!options.suite.empty()) {
+    config = suite_config(options.suite, options.depth);
+  } else {
+    config.recipe.seq_len = 256;
+    config.recipe.micro_batch_sequences = 4;
+    config.model.d_model = 256;
+    config.model.n_layer = 4;
+  }
   config.recipe.steps = 5;
-  config.recipe.seq_len = 256;
-  config.recipe.micro_batch_sequences = 4;
-  config.model.d_model = 256;
-  config.model.n_layer = 4;
-  if (!parse_run_config(argc, argv, config,
-                        "usage: depthbench bench [--model.* shape] [--train.seq_len T] "
-                        "[--train.micro_batch B] [--train.steps timed steps] [--train.threads N] "
-                        "[--backend " +
-                            backend_choices() + "]"))
+  if (!parse_run_config(argc, argv, config, usage())) return 0;
+  DB_REQUIRE(config.recipe.steps >= 1, "--train.steps (the timed steps) must be at least 1");
+  BenchResult result;
+  const ParameterCounts counts = count_parameters(config.model);
+  result.config = config;
+  result.params = counts.total;
+  result.params_non_embedding = counts.total - counts.embedding;
+  result.flops_per_token = flops_per_token(config.model, config.recipe.seq_len);
+  result.peak_tflops = options.peak_tflops;
+  if (options.shape_only) {  // e.g. the shape for the PyTorch reference when our run fails
+    print_bench_json(result);
     return 0;
+  }
   // The backend's device was chosen at start-up (main.cpp, start_backends).
-  Backend& backend = choose_backend(backend_option.empty() ? config.backend : backend_option);
-  const bool on_device = !backend.space().is_host();
-  const int threads = config.threads > 0 ? config.threads : backend.host_threads();
-  backend.set_host_threads(threads);
+  Backend& backend = choose_backend(options.backend.empty() ? config.backend : options.backend);
+  result.threads = config.threads > 0 ? config.threads : backend.host_threads();
+  backend.set_host_threads(result.threads);
+  backend.reset_memory_peak();
   const int T = config.recipe.seq_len;
   const int64_t B = config.recipe.micro_batch_sequences;
+  // The ops of a model built while a timer is attached time themselves whenever it records.
+  std::unique_ptr<SectionTimer> timer;
+  if (options.breakdown) {
+    timer = backend.make_section_timer();
+    timer->set_recording(false);
+    backend.attach_section_timer(timer.get());
+  }
   Model<float> model(config.model, backend, config.ops_options());
+  backend.attach_section_timer(nullptr);
   model.initialize(config.seed);
   AdamW<float> optimizer(model.layout(), config.recipe, model.space());
-  std::vector<int32_t> tokens(B * T);
+  // Tokens staged where the device copies from fastest, as the trainer stages them.
+  Buffer<int32_t> tokens;
+  {
+    MemorySpaceScope staging(backend.staging_space());
+    tokens.resize(B * T);
+  }
   Rng rng(config.seed, "bench");
-  for (auto& t : tokens) t = int32_t(rng.below(config.model.vocab_size));
-  double loss = 0;
-  auto step = [&] {
-    model.params().zero_grads();
-    loss = model.forward_backward(tokens.data(), B, T, 1.0 / (B * (T - 1))) / (B * (T - 1));
-    optimizer.step(model.params(), 1e-3, 1.0);
-    global_norm(model.params().grad_buffer());  // as training does; also waits for the GPU
+  for (int32_t& t : std::span(tokens.data(), tokens.size()))
+    t = int32_t(rng.below(config.model.vocab_size));
+  // One training step as the trainer runs it: gradients, their norm (clipping), AdamW.
+  auto section = [&](const char* name, auto&& work) {
+    if (timer && timer->recording()) timer->begin(name);
+    work();
+    if (timer && timer->recording()) timer->end();
   };
-  step();  // warm-up: allocations, page faults, cuBLASLt plans
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t s = 0; s < config.recipe.steps; ++s) step();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double tokens_per_second = double(B * T * config.recipe.steps) / seconds;
-  const double flops = flops_per_token(config.model, T);
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const ParameterCounts counts = count_parameters(config.model);
-  std::printf("bench arch=%s L=%d d=%d T=%d B=%lld threads=%d params=%lld backend=%s%s\n",
-              config.model.arch.c_str(), config.model.n_layer, config.model.d_model, T,
-              (long long)B, threads, (long long)counts.total, backend.name(),
-              on_device ? (" device=\"" + backend.device_name() + "\"").c_str() : "");
-  std::printf("tokens_per_second=%.1f gflops=%.2f step_ms=%.2f peak_rss_mib=%.1f loss=%.4f",
-              tokens_per_second, flops * tokens_per_second * 1e-9,
-              1e3 * seconds / config.recipe.steps, usage.ru_maxrss / 1024.0, loss);
-  if (on_device)
-    std::printf(" mfu=%.2f%% device_memory_gib=%.2f",
-                100.0 * flops * tokens_per_second / kPeakBf16Flops,
-                backend.memory_used_bytes() / double(1 << 30));
-  std::printf("\n");
-  if (on_device)
-    std::printf(
-        "mfu is achieved FLOP/s (6N + 12·L·d·T per token, PaLM) over the dense bf16 peak of "
-        "989 TFLOP/s (H100/H200 SXM)\n");
+  auto step = [&] {
+    section("zero_grads", [&] { model.params().zero_grads(); });
+    result.loss = model.forward_backward(tokens.data(), B, T, 1.0 / (B * (T - 1))) / (B * (T - 1));
+    double norm = 0;
+    section("grad_norm", [&] { norm = global_norm(model.params().grad_buffer()); });
+    const double clip = norm > 1.0 ? 1.0 / norm : 1.0;
+    section("adamw_step", [&] { optimizer.step(model.params(), 1e-3, clip); });
+  };
+  using Clock = std::chrono::steady_clock;
+  auto timed_steps = [&](int64_t steps) {
+    const auto t0 = Clock::now();
+    for (int64_t s = 0; s < steps; ++s) step();
+    backend.synchronize();
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  timed_steps(options.warmup_steps);
+  const double measured_ms = timed_steps(config.recipe.steps);
+  if (timer) {
+    timer->clear();
+    timer->set_recording(true);
+    result.breakdown_step_ms = timed_steps(1);
+    result.breakdown = timer->totals();
+    timer->set_recording(false);
+  }
+  result.backend = backend.name();
+  result.device = backend.space().is_host() ? "" : backend.device_name();
+  result.warmup_steps = options.warmup_steps;
+  result.measured_steps = config.recipe.steps;
+  result.step_ms = measured_ms / double(config.recipe.steps);
+  result.tokens_per_second = double(B * T) / (result.step_ms * 1e-3);
+  result.peak_memory_bytes = backend.memory_peak_bytes();
+  if (options.json) {
+    print_bench_json(result);
+  } else {
+    print_bench_text(result);
+    if (timer)
+      print_bench_breakdown(result, backend.space().is_host() ? "host clock" : "CUDA events");
+  }
   return 0;
 }
 

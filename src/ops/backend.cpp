@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "ops/timed_ops.hpp"
 
 namespace db {
 
@@ -94,12 +95,19 @@ double Backend::sum_of_squares(const double*, int64_t) const {
   no_double();
 }
 
+std::unique_ptr<SectionTimer> Backend::make_section_timer() const {
+  return make_host_section_timer();
+}
+
 template <class T>
 std::unique_ptr<Ops<T>> make_ops(const Backend& backend, const OpsOptions& options) {
+  std::unique_ptr<Ops<T>> ops;
   if constexpr (std::is_same_v<T, float>)
-    return backend.make_float_ops(options);
+    ops = backend.make_float_ops(options);
   else
-    return backend.make_double_ops();
+    ops = backend.make_double_ops();
+  if (SectionTimer* timer = backend.section_timer()) return make_timed_ops(std::move(ops), *timer);
+  return ops;
 }
 
 template std::unique_ptr<Ops<float>> make_ops<float>(const Backend&, const OpsOptions&);

@@ -17,6 +17,7 @@
 #include "ops/gradient_reducer.hpp"
 #include "ops/ops.hpp"
 #include "ops/ops_options.hpp"
+#include "ops/section_timer.hpp"
 
 namespace db {
 
@@ -60,6 +61,16 @@ class Backend {
   // In use by this process's device and its capacity (the host's: 0 and the machine's memory).
   virtual size_t memory_used_bytes() const = 0;
   virtual size_t memory_total_bytes() const = 0;
+  // High-water mark of memory_used_bytes since the last reset_memory_peak (the host's: the
+  // process's peak resident set, which cannot be reset).
+  virtual size_t memory_peak_bytes() const { return memory_used_bytes(); }
+  virtual void reset_memory_peak() {}
+  // Waits for the work queued on the device (nothing on the host).
+  virtual void synchronize() const {}
+  // Host memory this backend copies from fastest (page-locked on a GPU: the copy is one DMA,
+  // not a staged one), for token batches; plain host memory where that makes no difference.
+  // Its buffers are host memory to every reader (is_host()).
+  virtual MemorySpace staging_space() const { return MemorySpace::host; }
 
   // --- computation ----------------------------------------------------------------------------
   // db::Error when the combination cannot run (the base versions: double is not supported).
@@ -80,8 +91,19 @@ class Backend {
   // Collective over the run's communicator `run` (which must outlive the reducer).
   virtual std::unique_ptr<GradientReducer> make_gradient_reducer(const Communicator& run) const = 0;
 
+  // --- timing (depthbench bench --breakdown) --------------------------------------------------
+  // A timer of this backend's work (ops/section_timer.hpp): the host clock unless overridden.
+  virtual std::unique_ptr<SectionTimer> make_section_timer() const;
+  // While a timer is attached, make_ops wraps the ops it makes so that every op call is timed in
+  // it (ops/timed_ops.hpp); nullptr detaches. Ops made before keep their timing.
+  void attach_section_timer(SectionTimer* timer) { section_timer_ = timer; }
+  SectionTimer* section_timer() const { return section_timer_; }
+
  protected:
   [[noreturn]] void no_double() const;
+
+ private:
+  SectionTimer* section_timer_ = nullptr;
 };
 
 // Every backend compiled into this program, in DEPTHBENCH_BACKENDS order (the CPU first).

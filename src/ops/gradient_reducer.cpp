@@ -12,7 +12,8 @@ class MpiReducer final : public GradientReducer {
       comm_.allreduce_sum(std::span<float>(grads.data(), grads.size()));
       return;
     }
-    staging_ = grads.to_host();
+    staging_.resize(grads.size());  // allocated in the first step only
+    grads.copy_to(staging_.data(), staging_.size(), MemorySpace::host);
     comm_.allreduce_sum(std::span<float>(staging_));
     grads.assign(staging_.data(), staging_.size(), MemorySpace::host);
   }

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 
+#include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/format.hpp"
@@ -149,7 +151,7 @@ class TrainingRun {
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
   std::optional<RunFile> file_;
-  std::vector<int32_t> batch_tokens_;
+  Buffer<int32_t> batch_tokens_;  // one micro-batch's windows, in the backend's staging space
   int64_t start_step_ = 0;
   bool resumed_ = false;  // from a checkpoint: the step-0 validation is in the run file already
   double best_val_ = 1e300;
@@ -251,15 +253,21 @@ double TrainingRun::local_forward_backward(int64_t step, double grad_scale) {
   const int T = r.seq_len;
   const int64_t share = r.global_batch_sequences / comm_.size();
   model_.params().zero_grads();
+  if (batch_tokens_.empty()) {
+    // Once, at the largest micro-batch, where the device copies from fastest (page-locked on a
+    // GPU): no step allocates it again, a shorter last micro-batch uses its front.
+    MemorySpaceScope staging(backend_.staging_space());
+    batch_tokens_.resize(std::min(r.micro_batch_sequences, share) * T);
+  }
+  const std::span<int32_t> batch(batch_tokens_.data(), batch_tokens_.size());
   double loss_sum = 0;
   for (int64_t first = 0; first < share; first += r.micro_batch_sequences) {
     const int64_t micro = std::min(r.micro_batch_sequences, share - first);
-    batch_tokens_.resize(micro * T);
     for (int64_t j = 0; j < micro; ++j) {
       const int64_t position = step * r.global_batch_sequences + comm_.rank() * share + first + j;
-      train_->read_window(order_->window_at(position), std::span(batch_tokens_).subspan(j * T, T));
+      train_->read_window(order_->window_at(position), batch.subspan(j * T, T));
     }
-    loss_sum += model_.forward_backward(batch_tokens_.data(), micro, T, grad_scale);
+    loss_sum += model_.forward_backward(batch.data(), micro, T, grad_scale);
   }
   return loss_sum;
 }

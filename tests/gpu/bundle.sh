@@ -147,7 +147,8 @@ wrapper orted ompi/usr/bin/orted
 # its own place), and a small text corpus for the CPU and sweep stages.
 for f in tests/gpu/check.sh tests/gpu/scale_parity.py tests/gpu/hf_interop.py \
          tests/gpu/bundle_env.sh tests/reference/depthbench_reference.py \
-         tests/io/hf_llama_reference.py bench/pytorch_reference.py input/main400m.ini; do
+         tests/io/hf_llama_reference.py bench/pytorch_reference.py bench/gpu_speed.sh \
+         bench/speed_table.py input/main400m.ini input/validation1p6b.ini; do
   mkdir -p "$R/tree/$(dirname "$f")" && cp "$ROOT/$f" "$R/tree/$f"
 done
 mkdir -p "$R/tree/data"

@@ -18,8 +18,9 @@
 #   5. hf     with transformers: our HF export of a trained Pre-LN run loads as
 #             LlamaForCausalLM and gives eval's losses; a tiny LLaMA and Qwen3 written by
 #             save_pretrained give transformers' losses under `depthbench eval --hf`.
-#   6. speed  bench --backend cuda (bf16) of every design at 400M L = 24 and Pre-LN at L = 70,
-#             the PyTorch reference on the same shape: one table (tokens/s, MFU, memory, ratios).
+#   6. speed  bench/gpu_speed.sh --short: depthbench bench (bf16) of Pre-LN and HC at 400M
+#             L = 24 and Pre-LN at L = 70, PyTorch eager and compiled on the same shape, the
+#             per-op breakdown of one Pre-LN step: one table (tokens/s, MFU, memory, ratios).
 # Each stage has its own time limit (the limits add up to BUDGET_S at most) and prints
 # pass/FAIL/skipped and why. At the end: $OUT/gpu_check_summary.txt and ONE archive of every log,
 # $OUT/gpu_check_logs.tar.gz (OUT unset: in WORK).
@@ -31,7 +32,8 @@
 # Environment: BUDGET_S, WORK (scratch, default /tmp/depthbench-gpu-check; large files of the
 # scale stage go there), OUT, SANITIZE=1, STEPS (timed bench steps, default 3), PYTHON (a python3
 # with torch; default python3, else /usr/bin/python3), STAGES (e.g. "env sweep"; default all),
-# CHECK_BACKEND (backend of the sweep and hf stages, default cuda; cpu tries them without a GPU).
+# CHECK_BACKEND (backend of the sweep and hf stages, default cuda; cpu tries them without a GPU,
+# and the speed stage as gpu_speed.sh --cpu-smoke).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -66,7 +68,7 @@ if ((total > BUDGET_S)); then
 fi
 
 ROWS=()        # summary rows: stage | result | detail
-SPEED_ROWS=()  # the speed table
+SPEED_TABLE=""  # bench/gpu_speed.sh's table (Markdown)
 FAILED=0
 NO_GPU=""
 elapsed() { echo $(($(date +%s) - START)); }
@@ -97,11 +99,9 @@ finish() {
     printf '%-28s | %-7s | %s\n' stage result detail
     printf '%s\n' "-----------------------------+---------+-----------------------------------------------"
     printf '%s\n' "${ROWS[@]}"
-    if ((${#SPEED_ROWS[@]})); then
+    if [[ -n $SPEED_TABLE ]]; then
       echo
-      printf '%-26s | %12s | %7s | %8s | %s\n' "speed (bf16, B 8 x T 2048)" "tokens/s" "MFU" "GPU GiB" "vs pre_ln L24"
-      printf '%s\n' "${SPEED_ROWS[@]}"
-      echo "MFU = (6N + 12·L·d·T) FLOP per token × tokens/s / 989 TFLOP/s (dense bf16, H100/H200 SXM)."
+      echo "$SPEED_TABLE"
     fi
     echo
     echo "logs: gpu_check_logs.tar.gz (one log per stage and program)"
@@ -161,7 +161,7 @@ run_stage() {
   local name=$1
   [[ " $STAGES " == *" $name "* || ($name == sanitize && " $STAGES " == *" ops "*) ]] || return 0
   ((LIMIT[$name] > 0)) || return 0
-  if [[ -n $NO_GPU && $name != env && ! ($BACKEND == cpu && ($name == sweep || $name == hf)) ]]; then
+  if [[ -n $NO_GPU && $name != env && ! ($BACKEND == cpu && ($name == sweep || $name == hf || $name == speed)) ]]; then
     row "$name" skipped "no GPU"
     return 0
   fi
@@ -467,55 +467,26 @@ stage_hf() {
 }
 
 # ---- 6. speed -----------------------------------------------------------------------------------
-declare -A TPS=()
-speed_row() {  # TAG TOKENS_PER_S MFU GIB
-  local ratio
-  ratio=$(awk -v a="${2:-0}" -v b="${TPS[pre_ln_L24]:-0}" 'BEGIN{if(a>0 && b>0) printf "%.2f", a/b; else print "-"}')
-  SPEED_ROWS+=("$(printf '%-26s | %12s | %7s | %8s | %s' "$1" "${2:-FAIL}" "${3:--}" "${4:--}" "$ratio")")
-}
-bench() {  # TAG ARCH L D
-  local tag=$1 log=$LOGS/speed_$1.log line tps mfu mem
-  echo "== $tag"
-  STAGE_END_SAVED=$STAGE_END
-  local cap=$(($(date +%s) + 40))
-  ((cap < STAGE_END)) && STAGE_END=$cap  # one slow design must not take the whole stage
-  t "$DEPTHBENCH" bench --backend cuda --model.arch "$2" --model.n_layer "$3" --model.d_model "$4" \
-    --model.n_head 16 --model.vocab_size $V --train.seq_len $T --train.micro_batch $MICRO \
-    --train.steps "$STEPS" --train.precision bf16 >"$log" 2>&1
-  local rc=$?
-  STAGE_END=$STAGE_END_SAVED
-  tail -2 "$log"
-  line=$(grep -E "^tokens_per_second=" "$log" | tail -1)
-  tps=$(sed -nE 's/.*tokens_per_second=([0-9.]+).*/\1/p' <<<"$line")
-  mfu=$(sed -nE 's/.*mfu=([0-9.]+%).*/\1/p' <<<"$line")
-  mem=$(sed -nE 's/.*device_memory_gib=([0-9.]+).*/\1/p' <<<"$line")
-  TPS[$tag]=${tps:-0}
-  speed_row "$tag" "$tps" "$mfu" "$mem"
-  [[ -n $tps ]] || { timed_out $rc && SPEED_NOTES+="$tag timed out; " || SPEED_NOTES+="$tag failed; "; }
-}
+# bench/gpu_speed.sh --short (doc/performance.md): Pre-LN and HC at 400M L = 24, Pre-LN at
+# L = 70, PyTorch eager and compiled on Pre-LN at L = 24, and the per-op breakdown of one Pre-LN
+# step, within what is left of this stage. Its table goes into the summary.
 stage_speed() {
-  SPEED_NOTES=""
-  local design
-  bench pre_ln_L24 pre_ln 24 1024
-  for design in hc mhc attnres_full moda sandwich_ln lns deepnorm keel attnres_block; do
-    (($(date +%s) < STAGE_END - 5)) || { SPEED_NOTES+="$design skipped (time); "; continue; }
-    bench "${design}_L24" "$design" 24 1024
-  done
-  if (($(date +%s) < STAGE_END - 5)); then bench pre_ln_L70 pre_ln 70 640; fi
-  if [[ $HAVE_TORCH == 1 ]] && (($(date +%s) < STAGE_END - 10)); then
-    echo "== pytorch eager"
-    t "$PYTHON" "$ROOT/bench/pytorch_reference.py" --modes eager --n_layer 24 --d_model 1024 \
-      --vocab_size $V --seq_len $T --batch $MICRO --steps "$STEPS" >"$LOGS/speed_pytorch.log" 2>&1
-    local line
-    line=$(grep -E "^pytorch mode=" "$LOGS/speed_pytorch.log" | tail -1)
-    TPS[pytorch]=$(sed -nE 's/.*tokens_per_second=([0-9.]+).*/\1/p' <<<"$line")
-    speed_row "pytorch eager pre_ln L24" "${TPS[pytorch]}" "$(sed -nE 's/.*mfu=([0-9.]+%).*/\1/p' <<<"$line")" \
-      "$(sed -nE 's/.*peak_mem_gib=([0-9.]+).*/\1/p' <<<"$line")"
-    [[ -n ${TPS[pytorch]} ]] || SPEED_NOTES+="pytorch: $(grep -m1 -iE "unavailable|error" "$LOGS/speed_pytorch.log" | cut -c1-60); "
+  local left=$((STAGE_END - $(date +%s))) dir=$LOGS/speed rc
+  local mode=--short
+  [[ $BACKEND == cpu ]] && mode=--cpu-smoke  # the script and its table without a GPU
+  t env DEPTHBENCH="$DEPTHBENCH" PYTHON="$PYTHON" BUDGET_S=$((left - 5)) ITEM_S=60 STEPS="$STEPS" \
+    bash "$ROOT/bench/gpu_speed.sh" $mode --out "$dir" >"$LOGS/speed_table.log" 2>&1
+  rc=$?
+  cat "$LOGS/speed_table.log"
+  [[ -f $dir/gpu_speed.md ]] && SPEED_TABLE=$(cat "$dir/gpu_speed.md")
+  local measured
+  measured=$(grep -c '"source": "depthbench", "result"' "$dir/gpu_speed.jsonl" 2>/dev/null)
+  if timed_out $rc; then
+    row speed FAIL "gpu_speed.sh did not finish within the stage (logs/speed_table.log); ${measured:-0} measured"
+  else
+    row speed "$( ((rc == 0)) && echo pass || echo FAIL)" \
+      "${measured:-0} depthbench rows measured (table below; logs/speed/)"
   fi
-  local measured=0 tag
-  for tag in "${!TPS[@]}"; do [[ ${TPS[$tag]:-0} != 0 ]] && measured=$((measured + 1)); done
-  row speed "$( ((measured > 0)) && echo pass || echo FAIL)" "$measured measured; ${SPEED_NOTES:-all ran} (table below)"
 }
 
 say "DepthBench GPU check: $VERSION; budget ${BUDGET_S}s; work $WORK; results $RESULTS"

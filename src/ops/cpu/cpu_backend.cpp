@@ -1,5 +1,6 @@
 // The CPU backend: host memory, the OpenBLAS/OpenMP ops in float and double, the host AdamW,
 // MPI gradient sums. Always available; "auto" prefers any available device backend to it.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -38,6 +39,11 @@ class CpuBackend final : public Backend {
   MemorySpace space() const override { return MemorySpace::host; }
   void release_cached_memory() override {}
   size_t memory_used_bytes() const override { return 0; }
+  size_t memory_peak_bytes() const override {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return size_t(usage.ru_maxrss) * 1024;  // Linux: KiB
+  }
   size_t memory_total_bytes() const override {
     return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE));
   }

@@ -13,6 +13,7 @@
 #include "ops/cuda/cuda_ops.hpp"
 #include "ops/cuda/cudnn_attention.hpp"
 #include "ops/cuda/device.hpp"
+#include "ops/cuda/event_timer.hpp"
 #include "ops/cuda/nccl_communicator.hpp"
 
 namespace db {
@@ -86,6 +87,14 @@ class CudaBackend final : public Backend {
   }
   size_t memory_used_bytes() const override { return cuda::device_memory_used(); }
   size_t memory_total_bytes() const override { return cuda::device_memory_total(); }
+  // The stream-ordered pool's mark: every buffer of the model and every kernel's scratch.
+  size_t memory_peak_bytes() const override { return cuda::peak_memory_bytes(); }
+  void reset_memory_peak() override { cuda::reset_peak_memory(); }
+  void synchronize() const override { CUDA_CHECK(cudaDeviceSynchronize()); }
+  MemorySpace staging_space() const override { return cuda::pinned_host_space(); }
+  std::unique_ptr<SectionTimer> make_section_timer() const override {
+    return cuda::make_event_section_timer();
+  }
 
   std::unique_ptr<Ops<float>> make_float_ops(const OpsOptions& options) const override {
     if (!available()) throw Error("the CUDA backend needs a visible GPU; none is");

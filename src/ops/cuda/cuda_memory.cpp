@@ -1,6 +1,7 @@
 #include "ops/cuda/cuda_memory.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -29,6 +30,30 @@ class CudaMemory final : public MemoryResource {
 
 CudaMemory cuda_memory;  // constant-initialised, never destroyed in a way that matters
 
+class PinnedHostMemory final : public MemoryResource {
+ public:
+  const char* name() const override { return "cuda_pinned_host"; }
+  bool is_host() const override { return true; }
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+    return p;
+  }
+  void release(void* data, size_t) noexcept override { cudaFreeHost(data); }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
+  void zero(void* data, size_t bytes) override { std::memset(data, 0, bytes); }
+};
+
+PinnedHostMemory pinned_host_memory;
+
+cudaMemPool_t current_pool() {
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  return pool;
+}
+
 void trim_pool() {
   int device = 0;
   cudaMemPool_t pool = nullptr;
@@ -42,6 +67,21 @@ void trim_pool() {
 
 MemorySpace cuda_memory_space() {
   return MemorySpace(&cuda_memory);
+}
+
+MemorySpace pinned_host_space() {
+  return MemorySpace(&pinned_host_memory);
+}
+
+size_t peak_memory_bytes() {
+  uint64_t high = 0;
+  CUDA_CHECK(cudaMemPoolGetAttribute(current_pool(), cudaMemPoolAttrUsedMemHigh, &high));
+  return size_t(high);
+}
+
+void reset_peak_memory() {
+  uint64_t zero = 0;  // the only value the attribute takes: resets the mark to the current use
+  CUDA_CHECK(cudaMemPoolSetAttribute(current_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
 }
 
 void configure_memory_pool(int device) {

@@ -25,6 +25,15 @@ void configure_memory_pool(int device);
 // Waits for the device and returns the pool's unused memory to it.
 void release_cached_memory();
 
+// The pool's high-water mark of memory in use since the last reset_peak_memory (or since the
+// pool was made), and its reset to what is in use now.
+size_t peak_memory_bytes();
+void reset_peak_memory();
+
+// Page-locked host memory (cudaHostAlloc): host memory to every reader, copied to the device by
+// DMA without the driver's staging copy. Token batches live there (Backend::staging_space).
+MemorySpace pinned_host_space();
+
 // cudaMallocAsync with one flush-and-retry on failure; returns its final status.
 cudaError_t malloc_async(void** p, size_t bytes, cudaStream_t stream);
 template <class T>

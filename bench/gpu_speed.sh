@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# GPU training speed of every design next to PyTorch, in one table per run (doc/performance.md,
+# "GPU speed table"). For each shape — L = 24 and L = 70 of input/main400m.ini, and Pre-LN at the
+# 1.6B shape of input/validation1p6b.ini (depth DEPTH_1P6B, default 28) — `depthbench bench
+# --json` of each design (tokens/s, MFU, step time, peak memory), step time against Pre-LN of the
+# same shape and run, and bench/pytorch_reference.py (eager with scaled_dot_product_attention,
+# and torch.compile) of the designs it implements ("—" for the others), with the ratio
+# depthbench / PyTorch. Then the per-op time breakdown of one Pre-LN step at L = 24
+# (`depthbench bench --breakdown`: CUDA events around every op).
+#
+# usage: bench/gpu_speed.sh [--short] [--cpu-smoke] [--out DIR]
+#   --short      what tests/gpu/check.sh runs: Pre-LN and HC at L = 24, Pre-LN at L = 70,
+#                PyTorch on Pre-LN at L = 24; 2 timed steps; items that do not fit BUDGET_S are
+#                listed as skipped.
+#   --cpu-smoke  the same script on the CPU backend at tiny shapes (d 64, T 32, V 257), two
+#                designs (DESIGNS), 2 timed steps, and PyTorch on the CPU: proves the script and
+#                the table format where no GPU is (CTest bench.gpu_speed_cpu_smoke). Its
+#                figures mean nothing.
+#   --out DIR    gpu_speed.md (the table), gpu_speed.jsonl (every result) and one log per
+#                command go there (default: a fresh folder under ${TMPDIR:-/tmp}).
+# Environment: DEPTHBENCH (default: build/depthbench of this tree, else depthbench on PATH),
+# PYTHON (a python3 with torch; default python3, else /usr/bin/python3), STEPS (timed steps,
+# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 2, else 1), PEAK_TFLOPS (the MFU
+# denominator, default 989: dense bf16 of one H100/H200 SXM), PRECISION (default bf16),
+# DESIGNS (default all ten), DEPTH_1P6B (28), BUDGET_S (whole run, default 3600; --short 100),
+# ITEM_S (one command at most, default 600; --short 60).
+# Exit status: 0 when the Pre-LN row at L = 24 was measured, 1 otherwise, 2 for bad arguments.
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+SHORT=0 SMOKE=0 OUT=""
+while (($#)); do
+  case $1 in
+    --short) SHORT=1; shift ;;
+    --cpu-smoke) SMOKE=1; shift ;;
+    --out) OUT=${2:?--out needs a folder}; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [[ -z ${DEPTHBENCH:-} ]]; then
+  if [[ -x $ROOT/build/depthbench ]]; then DEPTHBENCH=$ROOT/build/depthbench; else DEPTHBENCH=depthbench; fi
+fi
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c "import torch" 2>/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  PYTHON=/usr/bin/python3
+fi
+FEW=$((SHORT || SMOKE))
+STEPS=${STEPS:-$((FEW ? 2 : 5))}
+WARMUP=${WARMUP:-$((FEW ? 1 : 2))}
+PEAK_TFLOPS=${PEAK_TFLOPS:-989}
+PRECISION=${PRECISION:-$( ((SMOKE)) && echo fp32 || echo bf16)}
+ALL_DESIGNS="pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnres_block"
+# The smoke test needs one design PyTorch has and one it lacks, not all ten.
+DESIGNS=${DESIGNS:-$( ((SMOKE)) && echo "pre_ln hc" || echo "$ALL_DESIGNS")}
+DEPTH_1P6B=${DEPTH_1P6B:-28}
+BUDGET_S=${BUDGET_S:-$((SHORT ? 100 : 3600))}
+ITEM_S=${ITEM_S:-$((SHORT ? 60 : 600))}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/gpu_speed.XXXXXX")}
+mkdir -p "$OUT" || exit 2
+RESULTS=$OUT/gpu_speed.jsonl
+: >"$RESULTS"
+START=$(date +%s)
+
+SUITE_400M=$ROOT/input/main400m.ini
+SUITE_1P6B=$ROOT/input/validation1p6b.ini
+if ((SMOKE)); then
+  BACKEND=cpu TORCH_DEVICE=cpu
+  # Tiny stand-ins for the three shapes: the suite's recipe and rule, a shape small enough to
+  # time in a second (n_layer 2, 3 and 2; the 1.6B rule's GQA and QK-norm kept).
+  tiny="--model.d_model 64 --model.n_head 4 --model.vocab_size 257 --train.seq_len 32"
+  tiny+=" --train.micro_batch 2 --train.threads 1"
+  declare -A SHAPE_ARGS=([L24]="$tiny --model.n_layer 2 --model.ff 0"
+                         [L70]="$tiny --model.n_layer 3 --model.ff 0"
+                         [1p6b]="$tiny --model.n_layer 2 --model.n_kv_head 2 --model.ff 192")
+else
+  BACKEND=cuda TORCH_DEVICE=cuda
+  declare -A SHAPE_ARGS=([L24]="" [L70]="" [1p6b]="")
+fi
+declare -A SHAPE_SUITE=([L24]=$SUITE_400M [L70]=$SUITE_400M [1p6b]=$SUITE_1P6B)
+declare -A SHAPE_DEPTH=([L24]=24 [L70]=70 [1p6b]=$DEPTH_1P6B)
+
+left() { echo $((BUDGET_S - ($(date +%s) - START))); }
+# Seconds the next command may take: ITEM_S, or what is left of the budget; 0 when too little.
+item_limit() {
+  local l
+  l=$(left)
+  ((l > ITEM_S)) && l=$ITEM_S
+  ((l >= 5)) && echo "$l" || echo 0
+}
+record() { printf '%s\t%s\n' "$1" "$2" >>"$RESULTS"; }  # SHAPE JSON
+skip() { record "$1" "{\"source\": \"$2\", \"arch\": \"$3\"${4:+, \"mode\": \"$4\"}, \"skipped\": \"time budget spent\"}"; }
+
+# ours SHAPE DESIGN [--breakdown]: one depthbench bench, its JSON recorded under SHAPE.
+ours() {
+  local shape=$1 design=$2 extra=${3:-} limit log line shape_args
+  limit=$(item_limit)
+  ((limit > 0)) || { skip "$shape" depthbench "$design"; return; }
+  log=$OUT/depthbench_${shape}_$design.log
+  read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
+  echo "[gpu_speed +$(($(date +%s) - START))s] depthbench $design $shape (limit ${limit}s)" >&2
+  timeout -k 10 "$limit" "$DEPTHBENCH" bench --json --backend "$BACKEND" \
+    --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" "${shape_args[@]}" --model.arch "$design" \
+    --train.precision "$PRECISION" --train.steps "$STEPS" --warmup "$WARMUP" \
+    --peak-tflops "$PEAK_TFLOPS" $extra >"$log" 2>&1
+  local rc=$?
+  line=$(grep -m1 '^{' "$log")
+  if [[ $rc == 0 && -n $line ]]; then
+    record "$shape" "{\"source\": \"depthbench\", \"result\": $line}"
+  else
+    local why
+    why=$( ((rc == 124 || rc == 137)) && echo "timed out after ${limit}s" ||
+      grep -m1 -iE "error|what|fault" "$log" | cut -c1-100 | tr -d '"\\')
+    record "$shape" "{\"source\": \"depthbench\", \"arch\": \"$design\", \"failed\": \"${why:-exit $rc}\"}"
+  fi
+}
+
+# The designs bench/pytorch_reference.py implements (asked once; it needs no torch for that).
+TORCH_DESIGNS=" $("$PYTHON" "$HERE/pytorch_reference.py" --list-designs 2>/dev/null) "
+
+# theirs SHAPE DESIGN MODE: bench/pytorch_reference.py on the shape depthbench measured.
+theirs() {
+  local shape=$1 design=$2 mode=$3 limit log shape_json shape_args
+  if [[ $TORCH_DESIGNS != *" $design "* ]]; then
+    record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"design $design is not written in the PyTorch reference\"}"
+    return
+  fi
+  limit=$(item_limit)
+  ((limit > 0)) || { skip "$shape" pytorch "$design" "$mode"; return; }
+  # The shape as depthbench resolves it (without running anything, so PyTorch runs even where
+  # our own bench failed).
+  read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
+  shape_json=$("$DEPTHBENCH" bench --shape-only --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" \
+    "${shape_args[@]}" 2>&1 | grep -m1 '^{')
+  [[ -n $shape_json ]] || { record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"depthbench bench --shape-only gave no shape\"}"; return; }
+  log=$OUT/pytorch_${shape}_${design}_$mode.log
+  echo "[gpu_speed +$(($(date +%s) - START))s] pytorch $mode $design $shape (limit ${limit}s)" >&2
+  timeout -k 10 "$limit" "$PYTHON" "$HERE/pytorch_reference.py" --json --device "$TORCH_DEVICE" \
+    --shape-json "$shape_json" --arch "$design" --modes "$mode" --steps "$STEPS" \
+    --warmup "$WARMUP" --peak-tflops "$PEAK_TFLOPS" >"$log" 2>&1
+  local rc=$? line
+  line=$(grep -m1 '^{' "$log")
+  if [[ -n $line ]]; then
+    record "$shape" "$line"
+  else
+    local why
+    why=$( ((rc == 124 || rc == 137)) && echo "timed out after ${limit}s" || tail -1 "$log" | cut -c1-100 | tr -d '"\\')
+    record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"${why:-exit $rc}\"}"
+  fi
+}
+
+if ((SHORT)); then
+  ours L24 pre_ln --breakdown
+  ours L24 hc
+  ours L70 pre_ln
+  theirs L24 pre_ln eager
+  theirs L24 pre_ln compile
+else
+  for shape in L24 L70; do
+    for design in $DESIGNS; do
+      ours "$shape" "$design" "$([[ $shape == L24 && $design == pre_ln ]] && echo --breakdown)"
+    done
+  done
+  ours 1p6b pre_ln
+  for shape in L24 L70; do
+    for design in $DESIGNS; do
+      for mode in eager compile; do theirs "$shape" "$design" "$mode"; done
+    done
+  done
+  for mode in eager compile; do theirs 1p6b pre_ln "$mode"; done
+fi
+
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cat "$ROOT/../VERSION" 2>/dev/null || echo unknown)
+table_args=(--commit "$commit" --peak-tflops "$PEAK_TFLOPS" --precision "$PRECISION")
+((SMOKE)) && table_args+=(--cpu-smoke)
+"$PYTHON" "$HERE/speed_table.py" "$RESULTS" "${table_args[@]}" >"$OUT/gpu_speed.md"
+rc=$?
+cat "$OUT/gpu_speed.md"
+echo "results: $OUT/gpu_speed.md, $RESULTS, logs in $OUT" >&2
+((rc == 0)) || exit 1
+grep -P '^L24\t' "$RESULTS" | grep -q '"result": {"arch": "pre_ln"' || exit 1
+exit 0

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The table of bench/gpu_speed.sh (Markdown, pasted as is into doc/performance.md) from its
+results file: one line per measurement, "SHAPE<TAB>JSON", where JSON is
+  {"source": "depthbench", "result": <depthbench bench --json>}   a measured design,
+  {"source": "pytorch", "mode": ..., "tokens_per_second": ...}    bench/pytorch_reference.py --json,
+or the same with "failed", "unavailable" or "skipped" and the reason instead of figures.
+Standard library only. usage: speed_table.py RESULTS.jsonl [--commit C] [--peak-tflops P]
+[--precision bf16] [--cpu-smoke]
+"""
+import argparse
+import datetime
+import json
+import sys
+
+SHAPE_NAMES = {"L24": "main400m L = 24", "L70": "main400m L = 70", "1p6b": "validation1p6b"}
+DASH = "—"
+
+
+def read_results(path):
+    rows = []  # (shape, record) in file order
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            shape, _, text = line.rstrip("\n").partition("\t")
+            try:
+                rows.append((shape, json.loads(text)))
+            except json.JSONDecodeError as e:
+                sys.exit(f"speed_table.py: {path}:{number}: not JSON ({e})")
+    return rows
+
+
+def why(record):
+    for key in ("failed", "unavailable", "skipped"):
+        if key in record:
+            return f"{key}: {record[key]}"
+    return None
+
+
+def fmt_int(x):
+    return f"{x:,.0f}".replace(",", " ")
+
+
+def main():
+    p = argparse.ArgumentParser(description="the table of bench/gpu_speed.sh")
+    p.add_argument("results")
+    p.add_argument("--commit", default="unknown")
+    p.add_argument("--peak-tflops", type=float, default=989)
+    p.add_argument("--precision", default="bf16")
+    p.add_argument("--cpu-smoke", action="store_true")
+    args = p.parse_args()
+    rows = read_results(args.results)
+
+    ours = {}     # (shape, arch) -> result or reason
+    theirs = {}   # (shape, arch, mode) -> record
+    order = []    # (shape, arch) in the order measured
+    notes = []
+    for shape, r in rows:
+        if r.get("source") == "depthbench":
+            result = r.get("result")
+            arch = result["arch"] if result else r.get("arch", "?")
+            ours[(shape, arch)] = result if result else why(r)
+            if (shape, arch) not in order:
+                order.append((shape, arch))
+        elif r.get("source") == "pytorch":
+            theirs[(shape, r.get("arch"), r.get("mode"))] = r
+    measured = [v for v in ours.values() if isinstance(v, dict)]
+    device = next((m["device"] for m in measured if m.get("device")), "")
+    backend = measured[0]["backend"] if measured else "?"
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    print(f"## GPU speed, {now}, commit {args.commit}")
+    if args.cpu_smoke:
+        print("\n**CPU smoke run** (`--cpu-smoke`): tiny shapes on the CPU backend; the figures "
+              "test the script, they measure nothing.")
+    where = (f"{device or 'host CPU'} ({backend} backend)" if measured
+             else "— (no depthbench row was measured)")
+    print(f"\nDevice: {where}, {args.precision}. "
+          f"MFU = (6·N_non-embedding + 12·L·d·T + design extras) FLOP per token × tokens/s / "
+          f"{args.peak_tflops:.0f} TFLOP/s — the assumed peak (dense bf16 of one H100/H200 SXM "
+          f"unless PEAK_TFLOPS says otherwise).")
+    if measured:
+        m = measured[0]
+        print(f"Each step: micro-batch {m['micro_batch']} × T = {m['seq_len']} tokens, forward, "
+              f"backward, clipping, AdamW; {m['steps']} timed steps after {m['warmup_steps']} "
+              f"warm-up. \"vs Pre-LN\": step time over Pre-LN's of the same shape in this run; "
+              f"\"ours / PyTorch\": tokens/s ratio on the same design and shape.")
+    print()
+    print("| shape | design | tokens/s | MFU | step ms | peak GiB | vs Pre-LN | PyTorch eager tokens/s "
+          "| compiled tokens/s | ours / eager | ours / compiled |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for shape, arch in order:
+        r = ours[(shape, arch)]
+        pre = ours.get((shape, "pre_ln"))
+        if isinstance(r, dict):
+            label = f"{SHAPE_NAMES.get(shape, shape)} (d {r['d_model']}, L {r['n_layer']})"
+            ratio = (f"{r['step_ms'] / pre['step_ms']:.2f}×" if isinstance(pre, dict) else DASH)
+            cells = [fmt_int(r["tokens_per_second"]), f"{100 * r['mfu']:.1f}%",
+                     f"{r['step_ms']:.1f}", f"{r['peak_memory_bytes'] / 2**30:.2f}", ratio]
+        else:
+            label = SHAPE_NAMES.get(shape, shape)
+            cells = [r.split(":")[0], DASH, DASH, DASH, DASH]
+            notes.append(f"depthbench {arch} {shape}: {r}")
+        torch_cells, torch_ratios = [], []
+        for mode in ("eager", "compile"):
+            t = theirs.get((shape, arch, mode))
+            if t and "tokens_per_second" in t:
+                torch_cells.append(fmt_int(t["tokens_per_second"]))
+                torch_ratios.append(f"{r['tokens_per_second'] / t['tokens_per_second']:.2f}×"
+                                    if isinstance(r, dict) else DASH)
+            else:
+                torch_cells.append(DASH)
+                torch_ratios.append(DASH)
+                if t:
+                    notes.append(f"PyTorch {mode} {arch} {shape}: {why(t)}")
+        print(f"| {label} | {arch} | " + " | ".join(cells + torch_cells + torch_ratios) + " |")
+    if notes:
+        print("\nWhy a cell is empty:")
+        seen = set()
+        for n in notes:
+            key = n.split(": ", 1)[1]
+            if "is not written in the PyTorch reference" in key:  # one line for every such design
+                key = "designs PyTorch lacks"
+                n = "PyTorch: the reference implements pre_ln, sandwich_ln, lns, deepnorm and keel only"
+            if key not in seen:
+                seen.add(key)
+                print(f"- {n}")
+    with_breakdown = [v for v in measured if v.get("breakdown")]
+    for r in with_breakdown:
+        step = r["breakdown_step_ms"]
+        timed = sum(s["ms"] for s in r["breakdown"])
+        timer = "CUDA events" if r.get("device") else "host clock"
+        print(f"\n### One {r['arch']} step op by op (L = {r['n_layer']}, d = {r['d_model']}; "
+              f"{timer}): {step:.1f} ms\n")
+        print("| op | calls | ms | % of step |")
+        print("|---|---|---|---|")
+        for s in sorted(r["breakdown"], key=lambda s: -s["ms"]):
+            print(f"| {s['section']} | {s['calls']} | {s['ms']:.2f} | "
+                  f"{100 * s['ms'] / step if step else 0:.1f}% |")
+        print(f"| other: design launchers, copies, host gaps | | {step - timed:.2f} | "
+              f"{100 * (step - timed) / step if step else 0:.1f}% |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+#include "ops/timed_ops.hpp"
+
+#include <utility>
+
+namespace db {
+namespace {
+
+template <class T>
+class TimedOps final : public Ops<T> {
+ public:
+  TimedOps(std::unique_ptr<Ops<T>> inner, SectionTimer& timer)
+      : inner_(std::move(inner)), timer_(timer) {}
+
+  MemorySpace space() const override { return inner_->space(); }
+  const char* name() const override { return inner_->name(); }
+
+  void gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda,
+            const T* B, int ldb, T beta, T* C, int ldc) override {
+    timed("gemm",
+          [&] { inner_->gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); });
+  }
+  void linear_forward(T* y, const T* x, const T* W, int64_t rows, int in, int out) override {
+    timed("linear_forward", [&] { inner_->linear_forward(y, x, W, rows, in, out); });
+  }
+  void linear_backward(T* dx, T* dW, const T* dy, const T* x, const T* W, int64_t rows, int in,
+                       int out, bool accumulate_dx) override {
+    timed("linear_backward",
+          [&] { inner_->linear_backward(dx, dW, dy, x, W, rows, in, out, accumulate_dx); });
+  }
+  void rmsnorm_forward(T* y, T* rstd, const T* x, const T* gain, int64_t rows, int width,
+                       double eps) override {
+    timed("rmsnorm_forward", [&] { inner_->rmsnorm_forward(y, rstd, x, gain, rows, width, eps); });
+  }
+  void rmsnorm_backward(T* dx, T* dgain, const T* dy, const T* x, const T* gain, const T* rstd,
+                        int64_t rows, int width, bool accumulate_dx) override {
+    timed("rmsnorm_backward", [&] {
+      inner_->rmsnorm_backward(dx, dgain, dy, x, gain, rstd, rows, width, accumulate_dx);
+    });
+  }
+  void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gain, int64_t rows, int width,
+                         double eps) override {
+    timed("layernorm_forward",
+          [&] { inner_->layernorm_forward(y, mean, rstd, x, gain, rows, width, eps); });
+  }
+  void layernorm_backward(T* dx, T* dgain, const T* dy, const T* x, const T* gain, const T* mean,
+                          const T* rstd, int64_t rows, int width, bool accumulate_dx) override {
+    timed("layernorm_backward", [&] {
+      inner_->layernorm_backward(dx, dgain, dy, x, gain, mean, rstd, rows, width, accumulate_dx);
+    });
+  }
+  void rope(T* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
+            bool inverse) override {
+    timed(inverse ? "rope_backward" : "rope_forward",
+          [&] { inner_->rope(x, batch, seq_len, heads, head_dim, theta, inverse); });
+  }
+  void attention_forward(T* o, T* lse, const T* q, const T* k, const T* v,
+                         const AttentionShape& s) override {
+    timed("attention_forward", [&] { inner_->attention_forward(o, lse, q, k, v, s); });
+  }
+  void attention_backward(T* dq, T* dk, T* dv, const T* d_o, const T* o, const T* lse, const T* q,
+                          const T* k, const T* v, const AttentionShape& s) override {
+    timed("attention_backward",
+          [&] { inner_->attention_backward(dq, dk, dv, d_o, o, lse, q, k, v, s); });
+  }
+  void moda_attention_forward(T* o, T* lse, const T* q, const T* k, const T* v, const T* depth_k,
+                              const T* depth_v, const ModaShape& s) override {
+    timed("moda_attention_forward",
+          [&] { inner_->moda_attention_forward(o, lse, q, k, v, depth_k, depth_v, s); });
+  }
+  void moda_attention_backward(T* dq, T* dk, T* dv, T* d_depth_k, T* d_depth_v, const T* d_o,
+                               const T* o, const T* lse, const T* q, const T* k, const T* v,
+                               const T* depth_k, const T* depth_v, const ModaShape& s) override {
+    timed("moda_attention_backward", [&] {
+      inner_->moda_attention_backward(dq, dk, dv, d_depth_k, d_depth_v, d_o, o, lse, q, k, v,
+                                      depth_k, depth_v, s);
+    });
+  }
+  void swiglu_forward(T* h, const T* a, const T* b, int64_t count) override {
+    timed("swiglu_forward", [&] { inner_->swiglu_forward(h, a, b, count); });
+  }
+  void swiglu_backward(T* da, T* db, const T* dh, const T* a, const T* b, int64_t count) override {
+    timed("swiglu_backward", [&] { inner_->swiglu_backward(da, db, dh, a, b, count); });
+  }
+  void embedding_forward(T* x, const int32_t* tokens, const T* table, int64_t rows,
+                         int d) override {
+    timed("embedding_forward", [&] { inner_->embedding_forward(x, tokens, table, rows, d); });
+  }
+  void embedding_backward(T* dtable, const int32_t* tokens, const T* dx, int64_t rows,
+                          int d) override {
+    timed("embedding_backward", [&] { inner_->embedding_backward(dtable, tokens, dx, rows, d); });
+  }
+  double cross_entropy(const T* h, const T* W, const int32_t* targets, const HeadShape& s, T* dh,
+                       T* dW, double grad_scale) override {
+    double loss = 0;
+    timed(dh ? "lm_head_cross_entropy_fwd_bwd" : "lm_head_cross_entropy_fwd",
+          [&] { loss = inner_->cross_entropy(h, W, targets, s, dh, dW, grad_scale); });
+    return loss;
+  }
+  void cross_entropy_rows(double* losses, const T* h, const T* W, const int32_t* targets,
+                          const HeadShape& s) override {
+    timed("cross_entropy_rows", [&] { inner_->cross_entropy_rows(losses, h, W, targets, s); });
+  }
+  void logits(T* out, const T* h, const T* W, const HeadShape& s) override {
+    timed("logits", [&] { inner_->logits(out, h, W, s); });
+  }
+  void copy(T* dst, const T* src, int64_t count) override {
+    timed("copy", [&] { inner_->copy(dst, src, count); });
+  }
+  void axpby(T* y, T a, const T* x, T b, int64_t count) override {
+    timed("axpby", [&] { inner_->axpby(y, a, x, b, count); });
+  }
+  void copy_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows,
+                 int width) override {
+    timed("copy_rows", [&] { inner_->copy_rows(dst, dst_stride, src, src_stride, rows, width); });
+  }
+
+ private:
+  template <class Call>
+  void timed(const char* section, Call&& call) {
+    if (!timer_.recording()) return call();
+    timer_.begin(section);
+    try {
+      call();
+    } catch (...) {  // the section still ends: a later op may begin one
+      timer_.end();
+      throw;
+    }
+    timer_.end();
+  }
+
+  std::unique_ptr<Ops<T>> inner_;
+  SectionTimer& timer_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Ops<T>> make_timed_ops(std::unique_ptr<Ops<T>> inner, SectionTimer& timer) {
+  return std::make_unique<TimedOps<T>>(std::move(inner), timer);
+}
+
+template std::unique_ptr<Ops<float>> make_timed_ops(std::unique_ptr<Ops<float>>, SectionTimer&);
+template std::unique_ptr<Ops<double>> make_timed_ops(std::unique_ptr<Ops<double>>, SectionTimer&);
+
+}  // namespace db
