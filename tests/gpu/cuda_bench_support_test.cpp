@@ -72,14 +72,14 @@ BOOST_AUTO_TEST_CASE(cuda_events_time_every_op_of_a_model_that_computes_as_an_un
   Rng rng(5, "cuda-bench-support");
   for (int32_t& t : tokens) t = int32_t(rng.below(config.vocab_size));
 
-  Model<float> plain(config, cuda, Precision::fp32);
+  Model<float> plain(config, cuda, {Precision::fp32});
   plain.initialize(9);
   plain.params().zero_grads();
   const double plain_loss = plain.forward_backward(tokens.data(), 2, 32, 1.0);
 
   std::unique_ptr<SectionTimer> timer = cuda.make_section_timer();
   cuda.attach_section_timer(timer.get());
-  Model<float> timed(config, cuda, Precision::fp32);
+  Model<float> timed(config, cuda, {Precision::fp32});
   cuda.attach_section_timer(nullptr);
   timed.initialize(9);
   timed.params().zero_grads();
