@@ -192,7 +192,7 @@ int run_bench_command(int argc, char** argv) {
     section("zero_grads", [&] { model.params().zero_grads(); });
     result.loss = model.forward_backward(tokens.data(), B, T, 1.0 / (B * (T - 1))) / (B * (T - 1));
     double norm = 0;
-    section("grad_norm", [&] { norm = global_norm(model.params().grad_buffer()); });
+    section("grad_norm", [&] { norm = global_norm(model.params()); });
     const double clip = norm > 1.0 ? 1.0 / norm : 1.0;
     section("adamw_step", [&] { optimizer.step(model.params(), 1e-3, clip); });
   };

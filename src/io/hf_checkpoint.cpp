@@ -303,7 +303,7 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   };
 
   const ParameterLayout layout = build_layout(c.model);
-  c.params.resize(layout.total_size());
+  c.params.resize(layout.storage_size());
   std::set<std::string> used;
   for (const ParameterSpec& spec : layout.specs()) {
     const std::string name = hf_name(spec.name);

@@ -1,5 +1,7 @@
 #include "io/named_tensors.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "io/hdf5_handle.hpp"
@@ -15,15 +17,22 @@ std::vector<int64_t> dataset_shape(hid_t set) {
   return {dims.begin(), dims.end()};
 }
 
-// Format 1: the whole buffer as one 1-D dataset (empty for absent optimizer state).
+// Format 1: the whole buffer as one 1-D dataset (empty for absent optimizer state), written
+// before parameters were aligned: the parameters back to back, spread here to their offsets.
 std::vector<float> read_flat(hid_t set, const ParameterLayout& layout, const std::string& what) {
   H5Handle space(H5_CHECK(H5Dget_space(set)), H5Sclose);
-  std::vector<float> values(H5_CHECK(H5Sget_simple_extent_npoints(space.get())));
-  if (values.empty()) return values;
-  DB_REQUIRE(int64_t(values.size()) == layout.total_size(),
-             what + " holds " + std::to_string(values.size()) + " values, the model has " +
-                 std::to_string(layout.total_size()));
-  H5_CHECK(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  std::vector<float> packed(H5_CHECK(H5Sget_simple_extent_npoints(space.get())));
+  if (packed.empty()) return packed;
+  DB_REQUIRE(int64_t(packed.size()) == layout.parameter_count(),
+             what + " holds " + std::to_string(packed.size()) + " values, the model has " +
+                 std::to_string(layout.parameter_count()));
+  H5_CHECK(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()));
+  std::vector<float> values(layout.storage_size());
+  int64_t at = 0;
+  for (const ParameterSpec& spec : layout.specs()) {
+    std::copy_n(packed.begin() + at, spec.size(), values.begin() + spec.offset);
+    at += spec.size();
+  }
   return values;
 }
 
@@ -35,7 +44,7 @@ bool has_object(hid_t file, const std::string& name) {
 
 void write_named_tensors(hid_t file, const std::string& group, const ParameterLayout& layout,
                          std::span<const float> values) {
-  DB_REQUIRE(int64_t(values.size()) == layout.total_size(),
+  DB_REQUIRE(int64_t(values.size()) == layout.storage_size(),
              group + ": buffer does not match the parameter layout");
   H5Handle g(H5_CHECK(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
              H5Gclose);
@@ -55,7 +64,7 @@ std::vector<float> read_named_tensors(hid_t file, const std::string& group,
   H5Handle object(H5_CHECK(H5Oopen(file, group.c_str(), H5P_DEFAULT)), H5Oclose);
   if (H5Iget_type(object.get()) == H5I_DATASET)
     return read_flat(object.get(), layout, source + ": " + group);
-  std::vector<float> values(layout.total_size());
+  std::vector<float> values(layout.storage_size());  // the padding stays zero
   for (const ParameterSpec& spec : layout.specs()) {
     const std::string name = group + "/" + spec.name;
     DB_REQUIRE(has_object(file, name),

@@ -36,7 +36,7 @@ void write_config_json(const std::string& path, const Checkpoint& weights) {
 void write_safetensors_weights(const std::string& out_dir, const Checkpoint& weights) {
   fs::create_directories(out_dir);
   const ParameterLayout layout = build_layout(weights.model);
-  DB_REQUIRE(int64_t(weights.params.size()) == layout.total_size(),
+  DB_REQUIRE(int64_t(weights.params.size()) == layout.storage_size(),
              "weights do not match the model's parameter layout");
   std::vector<TensorView> tensors;
   for (const ParameterSpec& spec : layout.specs())
@@ -70,7 +70,7 @@ Checkpoint read_safetensors_weights(const std::string& path) {
   if (meta.count("seq_len"))
     c.seq_len = std::get<int64_t>(parse_field(meta.at("seq_len"), int64_t(0), file + ": seq_len"));
   const ParameterLayout layout = build_layout(c.model);
-  c.params.resize(layout.total_size());
+  c.params.resize(layout.storage_size());
   for (const ParameterSpec& spec : layout.specs()) {
     const SafetensorsFile::Entry& e = st.entry(spec.name);
     DB_REQUIRE(e.dtype == "F32" && e.shape == spec.shape,

@@ -17,7 +17,7 @@ ParameterLayout build_layout(const ModelConfig& config) {
 ParameterCounts count_parameters(const ModelConfig& config) {
   const ParameterLayout layout = build_layout(config);
   ParameterCounts counts;
-  counts.total = layout.total_size();
+  counts.total = layout.parameter_count();
   counts.backbone = layout.count_with_prefix("blocks.");
   counts.embedding = int64_t(config.vocab_size) * config.d_model;
   return counts;

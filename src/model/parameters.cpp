@@ -15,8 +15,9 @@ int64_t ParameterSpec::size() const {
 
 int ParameterLayout::add(ParameterSpec spec) {
   DB_REQUIRE(!index_.count(spec.name), "parameter declared twice: " + spec.name);
-  spec.offset = total_;
-  total_ += spec.size();
+  spec.offset = storage_;
+  count_ += spec.size();
+  storage_ += (spec.size() + kAlignment - 1) / kAlignment * kAlignment;
   index_[spec.name] = int(specs_.size());
   specs_.push_back(std::move(spec));
   return int(specs_.size()) - 1;
@@ -76,7 +77,7 @@ int64_t ParameterLayout::count_with_prefix(const std::string& prefix) const {
 
 template <class T>
 void ParameterStore<T>::initialize(uint64_t seed) {
-  std::vector<T> host(layout_->total_size());
+  std::vector<T> host(layout_->storage_size());  // the padding stays zero
   for (const ParameterSpec& s : layout_->specs()) {
     T* v = host.data() + s.offset;
     if (s.init_std > 0) {
@@ -94,9 +95,9 @@ void ParameterStore<T>::initialize(uint64_t seed) {
 
 template <class T>
 void ParameterStore<T>::copy_values_from_host(std::span<const T> host) {
-  DB_REQUIRE(int64_t(host.size()) == layout_->total_size(),
-             "parameter vector of " + std::to_string(host.size()) + " values for a model of " +
-                 std::to_string(layout_->total_size()));
+  DB_REQUIRE(int64_t(host.size()) == layout_->storage_size(),
+             "parameter vector of " + std::to_string(host.size()) + " values for a buffer of " +
+                 std::to_string(layout_->storage_size()));
   memory::copy(values_.data(), values_.space(), host.data(), MemorySpace::host,
                host.size() * sizeof(T));
 }

@@ -1,6 +1,8 @@
 // Named parameters in one flat buffer (doc/parameters.md). The layout (names, shapes, init
 // rules, weight decay) is independent of the number type; the store holds values and
 // gradients contiguously so that all-reduce, clipping, AdamW and checkpoints see one array.
+// Each parameter starts at a multiple of ParameterLayout::kAlignment elements; the gaps between
+// parameters are zero padding that no op reads, with gradient 0 and no weight decay.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -22,12 +24,16 @@ struct ParameterSpec {
   double init_value = 0.0;
   bool weight_decay = true;
   std::vector<double> init_values;
-  int64_t offset = 0;  // into the flat buffer
+  int64_t offset = 0;  // into the flat buffer, a multiple of ParameterLayout::kAlignment
   int64_t size() const;
 };
 
 class ParameterLayout {
  public:
+  // 8 elements: 32 bytes in fp32 and 16 bytes in the GPU's bf16 weight copy, so that every
+  // parameter can be read with 16-byte vector loads in either type.
+  static constexpr int64_t kAlignment = 8;
+
   // Returns the parameter's id. Names are unique.
   int add_matrix(const std::string& name, std::vector<int64_t> shape, double init_std);
   int add_constant(const std::string& name, std::vector<int64_t> shape, double value,
@@ -42,7 +48,11 @@ class ParameterLayout {
 
   const ParameterSpec& spec(int id) const { return specs_[id]; }
   const std::vector<ParameterSpec>& specs() const { return specs_; }
-  int64_t total_size() const { return total_; }
+  // The model's parameter count: the sum of the sizes (what FLOPs and reports use).
+  int64_t parameter_count() const { return count_; }
+  // Length of the flat buffer, padding included: the size of every array indexed by
+  // ParameterSpec::offset (values, gradients, optimizer moments, decay mask, checkpoints).
+  int64_t storage_size() const { return storage_; }
   // Sum of the sizes of parameters whose name starts with the prefix.
   int64_t count_with_prefix(const std::string& prefix) const;
 
@@ -50,7 +60,8 @@ class ParameterLayout {
   int add(ParameterSpec spec);
   std::vector<ParameterSpec> specs_;
   std::unordered_map<std::string, int> index_;
-  int64_t total_ = 0;
+  int64_t count_ = 0;
+  int64_t storage_ = 0;
 };
 
 // Values and gradients live in the memory space current at construction (core/memory.hpp):
@@ -60,7 +71,7 @@ template <class T>
 class ParameterStore {
  public:
   explicit ParameterStore(const ParameterLayout& layout)
-      : layout_(&layout), values_(layout.total_size()), grads_(layout.total_size()) {}
+      : layout_(&layout), values_(layout.storage_size()), grads_(layout.storage_size()) {}
 
   // Draws every parameter from its own random stream keyed by (seed, name).
   void initialize(uint64_t seed);
@@ -74,6 +85,7 @@ class ParameterStore {
   std::span<const T> values() const { return host_span(const_cast<Buffer<T>&>(values_)); }
   Buffer<T>& value_buffer() { return values_; }
   Buffer<T>& grad_buffer() { return grads_; }
+  const Buffer<T>& grad_buffer() const { return grads_; }
   // All values to / from host memory, in any space.
   std::vector<T> values_to_host() const { return values_.to_host(); }
   void copy_values_from_host(std::span<const T> host);

@@ -15,21 +15,32 @@ double global_norm(std::span<const T> grads) {
 }
 
 template <class T>
-double global_norm(const Buffer<T>& grads) {
-  return std::sqrt(backend_of(grads.space()).sum_of_squares(grads.data(), int64_t(grads.size())));
+double global_norm(const ParameterStore<T>& params) {
+  const Buffer<T>& grads = params.grad_buffer();
+  const Backend& backend = backend_of(grads.space());
+  if (!grads.on_host())  // the padding is zero and adds nothing
+    return std::sqrt(backend.sum_of_squares(grads.data(), int64_t(grads.size())));
+  // The host sums in fixed chunks of the array it is given: packing the parameters back to back
+  // keeps the chunks, and so the rounding, of the unpadded buffer (results do not depend on
+  // ParameterLayout::kAlignment).
+  std::vector<T> packed;
+  packed.reserve(size_t(params.layout().parameter_count()));
+  for (const ParameterSpec& s : params.layout().specs())
+    packed.insert(packed.end(), grads.data() + s.offset, grads.data() + s.offset + s.size());
+  return std::sqrt(backend.sum_of_squares(packed.data(), int64_t(packed.size())));
 }
 
 template <class T>
 AdamW<T>::AdamW(const ParameterLayout& layout, const Recipe& recipe, MemorySpace space)
     : recipe_(recipe) {
-  std::vector<uint8_t> decay(layout.total_size(), 0);
+  std::vector<uint8_t> decay(layout.storage_size(), 0);
   for (const ParameterSpec& s : layout.specs())
     std::fill(decay.begin() + s.offset, decay.begin() + s.offset + s.size(),
               uint8_t(s.weight_decay));
   MemorySpaceScope scope(space);
   decay_.upload(decay);
-  m_.assign_zeros(layout.total_size());
-  v_.assign_zeros(layout.total_size());
+  m_.assign_zeros(layout.storage_size());
+  v_.assign_zeros(layout.storage_size());
 }
 
 template <class T>
@@ -56,8 +67,8 @@ void AdamW<T>::set_moments(const std::vector<float>& m, const std::vector<float>
 
 template double global_norm<float>(std::span<const float>);
 template double global_norm<double>(std::span<const double>);
-template double global_norm<float>(const Buffer<float>&);
-template double global_norm<double>(const Buffer<double>&);
+template double global_norm<float>(const ParameterStore<float>&);
+template double global_norm<double>(const ParameterStore<double>&);
 template class AdamW<float>;
 template class AdamW<double>;
 

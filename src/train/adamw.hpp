@@ -13,11 +13,12 @@
 
 namespace db {
 
-// L2 norm of all gradients, summed in double in a fixed order.
+// L2 norm of an array, summed in double in a fixed order.
 template <class T>
 double global_norm(std::span<const T> grads);
+// L2 norm of all parameter gradients; the padding between parameters does not change it.
 template <class T>
-double global_norm(const Buffer<T>& grads);
+double global_norm(const ParameterStore<T>& params);
 
 template <class T>
 class AdamW {

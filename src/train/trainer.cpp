@@ -451,7 +451,7 @@ TrainResult TrainingRun::run() {
     double norm = 0;
     if (const Fault f = collectively([&] {
           reducer_->sum(model_.params().grad_buffer());
-          norm = global_norm(model_.params().grad_buffer());
+          norm = global_norm(model_.params());
         }))
       return end_early(f, step);
     loss = comm_.allreduce_sum(loss) * grad_scale;

@@ -30,15 +30,25 @@ ModelConfig small_hc_model() {
   return m;
 }
 
-std::vector<float> random_values(int64_t n, uint64_t seed) {
+// A buffer of the layout: random parameters, the padding between them zero (as in a model).
+std::vector<float> random_values(const ParameterLayout& layout, uint64_t seed) {
   Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = float(rng.truncated_normal(1.0));
+  std::vector<float> v(layout.storage_size());
+  for (const ParameterSpec& s : layout.specs())
+    for (int64_t i = 0; i < s.size(); ++i) v[s.offset + i] = float(rng.truncated_normal(1.0));
   return v;
 }
 
+// The parameters back to back, as format-1 files stored them.
+std::vector<double> packed(const ParameterLayout& layout, const std::vector<float>& values) {
+  std::vector<double> out;
+  for (const ParameterSpec& s : layout.specs())
+    out.insert(out.end(), values.begin() + s.offset, values.begin() + s.offset + s.size());
+  return out;
+}
+
 Checkpoint random_checkpoint(const ModelConfig& m) {
-  const int64_t n = build_layout(m).total_size();
+  const ParameterLayout layout = build_layout(m);
   Checkpoint c;
   c.run_id = "0123456789abcdef";
   c.model = m;
@@ -46,9 +56,9 @@ Checkpoint random_checkpoint(const ModelConfig& m) {
   c.adam_steps = 7;
   c.best_val_loss = 2.5;
   c.best_step = 5;
-  c.params = random_values(n, 1);
-  c.adam_m = random_values(n, 2);
-  c.adam_v = random_values(n, 3);
+  c.params = random_values(layout, 1);
+  c.adam_m = random_values(layout, 2);
+  c.adam_v = random_values(layout, 3);
   return c;
 }
 
@@ -152,7 +162,7 @@ BOOST_AUTO_TEST_CASE(a_format_1_flat_file_is_still_read) {
     write_int_attribute(file.get(), "best_step", c.best_step);
     for (const auto& [name, values] :
          {std::pair{"params", &c.params}, {"adam_m", &c.adam_m}, {"adam_v", &c.adam_v}}) {
-      const std::vector<double> wide(values->begin(), values->end());  // floats, exactly
+      const std::vector<double> wide = packed(build_layout(c.model), *values);  // floats, exactly
       test::write_tensor(file.get(), name, {hsize_t(wide.size())}, wide.data());
     }
   }
