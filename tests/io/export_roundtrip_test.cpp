@@ -30,9 +30,11 @@ Checkpoint random_weights(const ModelConfig& config, uint64_t seed) {
   c.model = config;
   c.run_id = "roundtrip-" + config.arch;
   c.seq_len = 24;
-  // Structured inits (ones, one-hot routing) would hide a mix-up of equal-shaped tensors.
+  // Structured inits (ones, one-hot routing) would hide a mix-up of equal-shaped tensors. The
+  // padding between parameters stays zero, as files do not hold it.
   auto values = model.params().values();
-  for (size_t i = 0; i < values.size(); ++i) values[i] += float(i % 97) * 1e-3f;
+  for (const ParameterSpec& s : model.layout().specs())
+    for (int64_t i = s.offset; i < s.offset + s.size(); ++i) values[i] += float(i % 97) * 1e-3f;
   c.params.assign(values.begin(), values.end());
   return c;
 }
