@@ -33,11 +33,6 @@ void print_bench_json(const BenchResult& r) {
     if (out.size() > 1) out += ", ";
     out += json_quote(key) + ": " + json_value;
   };
-  auto number = [](double x) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.9g", x);
-    return std::string(text);
-  };
   auto integer = [](int64_t x) { return std::to_string(x); };
   field("arch", json_quote(m.arch));
   field("backend", json_quote(r.backend));
@@ -55,22 +50,22 @@ void print_bench_json(const BenchResult& r) {
   field("micro_batch", integer(c.recipe.micro_batch_sequences));
   field("params", integer(r.params));
   field("params_non_embedding", integer(r.params_non_embedding));
-  field("flops_per_token", number(r.flops_per_token));
+  field("flops_per_token", json_number(r.flops_per_token));
   field("warmup_steps", integer(r.warmup_steps));
   field("steps", integer(r.measured_steps));
-  field("step_ms", number(r.step_ms));
-  field("tokens_per_second", number(r.tokens_per_second));
-  field("peak_tflops", number(r.peak_tflops));
-  field("mfu", number(r.mfu()));
+  field("step_ms", json_number(r.step_ms));
+  field("tokens_per_second", json_number(r.tokens_per_second));
+  field("peak_tflops", json_number(r.peak_tflops));
+  field("mfu", json_number(r.mfu()));
   field("peak_memory_bytes", integer(int64_t(r.peak_memory_bytes)));
-  field("loss", number(r.loss));
+  field("loss", json_number(r.loss));
   if (!r.breakdown.empty()) {
     std::string sections = "[";
     for (const SectionTimer::Total& t : r.breakdown)
       sections += std::string(sections.size() > 1 ? ", " : "") +
-                  "{\"section\": " + json_quote(t.section) + ", \"ms\": " + number(t.milliseconds) +
+                  "{\"section\": " + json_quote(t.section) + ", \"ms\": " + json_number(t.milliseconds) +
                   ", \"calls\": " + integer(t.calls) + "}";
-    field("breakdown_step_ms", number(r.breakdown_step_ms));
+    field("breakdown_step_ms", json_number(r.breakdown_step_ms));
     field("breakdown", sections + "]");
   }
   std::printf("%s}\n", out.c_str());

@@ -11,13 +11,6 @@
 namespace db::app {
 namespace {
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  return text;
-}
-
 std::string json_strings(const std::vector<std::string>& words) {
   std::string out = "[";
   for (size_t i = 0; i < words.size(); ++i) out += (i ? ", " : "") + json_quote(words[i]);

@@ -318,6 +318,13 @@ JsonValue parse_json(std::string_view text) {
   return value;
 }
 
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
 std::string json_quote(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {

@@ -63,5 +63,8 @@ bool try_parse_json(std::string_view text, JsonValue& value, std::string& error)
 
 // `text` as a JSON string literal, quotes included (for the few files we write as JSON).
 std::string json_quote(std::string_view text);
+// `value` as a JSON number that reads back exactly (%.17g); null when it is NaN or infinite,
+// which JSON cannot spell.
+std::string json_number(double value);
 
 }  // namespace db

@@ -3,6 +3,7 @@
 #include "util/json.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -74,4 +75,11 @@ BOOST_AUTO_TEST_CASE(accessors_of_the_wrong_kind_throw_naming_the_value) {
   BOOST_CHECK_THROW(v.as_object("root"), db::Error);
   BOOST_CHECK_THROW(v.as_array()[0].as_integer("id", 0, 10), db::Error);
   BOOST_TEST(parse_json("7").as_integer("id", 0, 10) == 7);
+}
+
+BOOST_AUTO_TEST_CASE(numbers_written_read_back_exactly_and_non_finite_ones_are_null) {
+  for (double v : {0.1, -2.5e-300, 1.0 / 3.0, 989.0})
+    BOOST_TEST(parse_json(json_number(v)).as_number() == v);
+  BOOST_TEST(json_number(std::nan("")) == "null");
+  BOOST_TEST(json_number(-INFINITY) == "null");
 }
