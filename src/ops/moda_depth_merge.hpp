@@ -42,8 +42,9 @@ struct OneLane {
   }
 };
 
-// Loops over a thread's values: unrolled on the GPU, so that LaneValues stay in registers.
-#if defined(__CUDACC__)
+// Loops over a thread's values: unrolled on the GPU (device pass only: the host compiler does
+// not know the pragma), so that LaneValues stay in registers.
+#if defined(__CUDA_ARCH__)
 #define DB_MODA_UNROLL _Pragma("unroll")
 #else
 #define DB_MODA_UNROLL
@@ -75,14 +76,22 @@ struct LaneValues {
     }
     return lanes.sum(part);
   }
-  // this += weight·other
+  // this = keep·this + weight·other
   template <class V>
-  DB_HD void add(const Lanes& lanes, A weight, const V* other, int hd) {
+  DB_HD void scale_add(const Lanes& lanes, A keep, A weight, const V* other, int hd) {
     DB_MODA_UNROLL
     for (int c = 0; c < Lanes::kValues; ++c) {
       const int e = lanes.lane() + Lanes::kCount * c;
       if (e >= hd) break;
-      x[c] += weight * A(other[e]);
+      x[c] = keep * x[c] + weight * A(other[e]);
+    }
+  }
+  DB_HD void scale(const Lanes& lanes, A factor, int hd) {
+    DB_MODA_UNROLL
+    for (int c = 0; c < Lanes::kValues; ++c) {
+      const int e = lanes.lane() + Lanes::kCount * c;
+      if (e >= hd) break;
+      x[c] *= factor;
     }
   }
   template <class V>
@@ -125,27 +134,25 @@ DB_HD void forward_row(T* o, T* lse, const T* q, const T* depth_k, const T* dept
   const A scale = softmax_scale<A>(s);
   LaneValues<A, Lanes> query;
   query.load(lanes, q + query_offset(s, n, h), hd, scale);  // scaled once: s_m = query·K^d_m
-  const A lse_seq = A(lse[lse_offset(s, n, h)]);
-  // The joint log-sum-exp, online over the depth logits from the sequence part's.
-  A mx = lse_seq, sum = 1;
-  for (int m = 0; m < s.depth; ++m) {
-    const A logit = query.dot(lanes, depth_k + depth_offset(s, n, m, g), hd);
-    if (logit > mx) {
-      sum = sum * exp(mx - logit) + 1;
-      mx = logit;
-    } else {
-      sum += exp(logit - mx);
-    }
-  }
-  const A joint = mx + log(sum);
+  // One online softmax over the depth logits, started from the sequence part: weights are
+  // relative to exp(mx), so o_seq enters with weight exp(lse_seq − mx) = 1. Each entry's K and V
+  // are read once (the pass is bound by reading them).
+  A mx = A(lse[lse_offset(s, n, h)]), sum = 1;
   LaneValues<A, Lanes> out;
   T* o_row = o + query_offset(s, n, h);
-  out.load(lanes, o_row, hd, exp(lse_seq - joint));
+  out.load(lanes, o_row, hd);
   for (int m = 0; m < s.depth; ++m) {
     const int64_t at = depth_offset(s, n, m, g);
-    out.add(lanes, exp(query.dot(lanes, depth_k + at, hd) - joint), depth_v + at, hd);
+    const A logit = query.dot(lanes, depth_k + at, hd);
+    const A new_mx = logit > mx ? logit : mx;
+    const A keep = exp(mx - new_mx), p = exp(logit - new_mx);
+    sum = sum * keep + p;
+    out.scale_add(lanes, keep, p, depth_v + at, hd);
+    mx = new_mx;
   }
+  out.scale(lanes, A(1) / sum, hd);
   out.store(lanes, o_row, hd);
+  const A joint = mx + log(sum);
   if (lanes.lane() == 0) lse[lse_offset(s, n, h)] = T(joint);
 }
 
@@ -173,7 +180,7 @@ DB_HD void backward_row(T* dq, T* d_depth_k, T* d_depth_v, const T* d_o, const T
       const int64_t at = depth_offset(s, n, m, g);
       const A p = exp(scale * query.dot(lanes, depth_k + at, hd) - row_lse);
       const A ds = scale * p * (grad.dot(lanes, depth_v + at, hd) - D);
-      dquery.add(lanes, ds, depth_k + at, hd);
+      dquery.scale_add(lanes, A(1), ds, depth_k + at, hd);
       DB_MODA_UNROLL
       for (int c = 0; c < Lanes::kValues; ++c) {
         const int e = lanes.lane() + Lanes::kCount * c;
