@@ -63,9 +63,9 @@ void print_bench_json(const BenchResult& r) {
   if (!r.breakdown.empty()) {
     std::string sections = "[";
     for (const SectionTimer::Total& t : r.breakdown)
-      sections +=
-          std::string(sections.size() > 1 ? ", " : "") + "{\"section\": " + json_quote(t.section) +
-          ", \"ms\": " + json_number(t.milliseconds) + ", \"calls\": " + integer(t.calls) + "}";
+      sections += std::string(sections.size() > 1 ? ", " : "") +
+                  "{\"section\": " + json_quote(t.section) + ", \"ms\": " + json_number(t.milliseconds) +
+                  ", \"calls\": " + integer(t.calls) + "}";
     field("breakdown_step_ms", json_number(r.breakdown_step_ms));
     field("breakdown", sections + "]");
   }
