@@ -25,6 +25,7 @@
 #include "train/memory_estimate.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
+#include "util/file_copy.hpp"
 #include "util/glob.hpp"
 
 namespace db {
@@ -226,8 +227,7 @@ void TrainingRun::start_or_resume() {
       // A process killed while writing NAME.h5.tmp (kill -9, node failure, a full disk) can
       // leave it unreadable: continue from the copy taken with the checkpoint.
       if (std::filesystem::exists(paths_.checkpoint_run_file))
-        std::filesystem::copy_file(paths_.checkpoint_run_file, paths_.run_file + ".tmp",
-                                   std::filesystem::copy_options::overwrite_existing);
+        copy_file_contents(paths_.checkpoint_run_file, paths_.run_file + ".tmp");
       file_.emplace(RunFile::resume(paths_.run_file, start_step_));
     }
     say(true, "%s: resuming at step %lld\n", config_.run_name().c_str(), (long long)start_step_);
@@ -337,8 +337,7 @@ void TrainingRun::save_checkpoint(int64_t steps_done) {
   // A consistent copy of the run file goes first (copy, then rename): if the process dies before
   // the checkpoint itself is renamed into place, the copy merely holds rows that resume drops.
   const std::string copy = paths_.checkpoint_run_file + ".tmp";
-  std::filesystem::copy_file(paths_.run_file + ".tmp", copy,
-                             std::filesystem::copy_options::overwrite_existing);
+  copy_file_contents(paths_.run_file + ".tmp", copy);
   std::filesystem::rename(copy, paths_.checkpoint_run_file);
   write_checkpoint(paths_.checkpoint, c);
 }
