@@ -8,7 +8,8 @@
 // Forward, with the sequence part's o_seq and lse_seq (softmax over the keys j ≤ t only):
 //   s_m = scale·q·K^d_m,   lse = log(exp(lse_seq) + Σ_m exp(s_m)),
 //   o   = exp(lse_seq − lse)·o_seq + Σ_m exp(s_m − lse)·V^d_m
-// (exp(lse_seq − lse) is the joint softmax's mass on the sequence keys).
+// (exp(lse_seq − lse) is the joint softmax's mass on the sequence keys), computed as one online
+// softmax that starts from (o_seq, lse_seq) and reads each depth entry once.
 // Backward: D = dO·o with the joint o. The sequence part is the plain attention backward given
 // the joint o and lse: its P = exp(S − lse) are then the joint probabilities and
 // dS = P∘(dP − D) is exact. The depth part, added here:
