@@ -17,7 +17,7 @@ void print_bench_text(const BenchResult& r) {
               r.tokens_per_second, r.flops_per_token * r.tokens_per_second * 1e-9, r.step_ms,
               r.peak_memory_bytes / double(1 << 30), r.loss);
   if (!r.device.empty()) std::printf(" mfu=%.2f%%", 100 * r.mfu());
-  std::printf("\n");
+  std::printf("\nattention_paths: %s\n", r.attention_paths.c_str());
   if (!r.device.empty())
     std::printf(
         "mfu is achieved FLOP/s ((6·N_non-embedding + 12·L·d·T + design extras) per token) over "
@@ -38,6 +38,7 @@ void print_bench_json(const BenchResult& r) {
   field("backend", json_quote(r.backend));
   field("device", json_quote(r.device));
   field("precision", json_quote(c.precision));
+  field("attention_paths", json_quote(r.attention_paths));
   field("threads", integer(r.threads));
   field("n_layer", integer(m.n_layer));
   field("d_model", integer(m.d_model));

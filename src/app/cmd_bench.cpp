@@ -213,6 +213,7 @@ int run_bench_command(int argc, char** argv) {
     timer->set_recording(false);
   }
   result.backend = backend.name();
+  result.attention_paths = model.ops().attention_paths();
   result.device = backend.space().is_host() ? "" : backend.device_name();
   result.warmup_steps = options.warmup_steps;
   result.measured_steps = config.recipe.steps;

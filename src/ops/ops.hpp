@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/memory.hpp"
 #include "ops/shapes.hpp"
@@ -24,6 +25,10 @@ class Ops {
   virtual ~Ops() = default;
   virtual MemorySpace space() const = 0;
   virtual const char* name() const = 0;
+  // Which kernel ran each attention shape so far, for the run file (`attention_paths`): the CUDA
+  // backend's "B=8 T=2048 H=16 H_kv=8 hd=64: cudnn; moda B=...: flash (why auto fell back)",
+  // "none" before the first; the CPU's one attention: "cpu".
+  virtual std::string attention_paths() const = 0;
 
   // --- products -----------------------------------------------------------------------------
   // C[M,N] = alpha·op(A)·op(B) + beta·C, row-major with leading dimensions.

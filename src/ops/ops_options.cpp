@@ -12,18 +12,4 @@ AttentionPath parse_attention_path(const std::string& name) {
   throw Error("unknown attention path '" + name + "' (valid: auto, cudnn, flash, reference)");
 }
 
-const char* attention_path_name(AttentionPath path) {
-  switch (path) {
-    case AttentionPath::automatic:
-      return "auto";
-    case AttentionPath::cudnn:
-      return "cudnn";
-    case AttentionPath::flash:
-      return "flash";
-    case AttentionPath::reference:
-      return "reference";
-  }
-  return "?";
-}
-
 }  // namespace db

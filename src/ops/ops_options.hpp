@@ -16,7 +16,20 @@ namespace db {
 enum class AttentionPath { automatic, cudnn, flash, reference };
 // "auto" | "cudnn" | "flash" | "reference", else db::Error naming the valid values.
 AttentionPath parse_attention_path(const std::string& name);
-const char* attention_path_name(AttentionPath path);
+// Inline: the CUDA library names paths too and does not link the library this is part of.
+inline const char* attention_path_name(AttentionPath path) {
+  switch (path) {
+    case AttentionPath::automatic:
+      return "auto";
+    case AttentionPath::cudnn:
+      return "cudnn";
+    case AttentionPath::flash:
+      return "flash";
+    case AttentionPath::reference:
+      return "reference";
+  }
+  return "?";
+}
 inline const char* attention_path_choices() {
   return "auto | cudnn | flash | reference";
 }

@@ -13,6 +13,7 @@ class TimedOps final : public Ops<T> {
 
   MemorySpace space() const override { return inner_->space(); }
   const char* name() const override { return inner_->name(); }
+  std::string attention_paths() const override { return inner_->attention_paths(); }
 
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda,
             const T* B, int ldb, T beta, T* C, int ldc) override {

@@ -123,8 +123,8 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed,
   f.set_attribute("tokens_planned", r.steps * r.tokens_per_step());
   f.set_attribute("backend", c.backend);
   f.set_attribute("precision", c.precision);  // the CUDA arithmetic; the CPU computes in fp32
-  f.set_attribute("attention", c.attention);  // the requested path; the CUDA backend's note says
-                                              // which one ran when auto fell back
+  f.set_attribute("attention", c.attention);  // the requested path; the trainer adds
+                                              // `attention_paths`, the one each shape ran
   if (backend) {
     f.set_attribute("device_name", backend->device_name());
     // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.

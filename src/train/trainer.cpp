@@ -159,6 +159,10 @@ class TrainingRun {
   void write_final_results();
   TrainResult end_early(const Fault& fault, int64_t step);
   TrainResult finish(TrainResult result);
+  // The `attention_paths` attribute (Ops::attention_paths): rank 0, with the run file open.
+  void record_attention_paths() {
+    file_->set_attribute("attention_paths", model_.ops().attention_paths());
+  }
 
   const RunConfig& config_;
   const Communicator& comm_;
@@ -343,6 +347,9 @@ void TrainingRun::log_step(int64_t step, const CurveRow& row, double eta_seconds
   // logs exactly the rows of one never interrupted.
   const bool log = (step + 1) % config_.log_interval == 0 || step == 0 || step + 1 == r.steps;
   if (rank0() && log) file_->append(row);
+  // Which attention kernel each shape ran: known once the first step ran its shapes (validation
+  // adds its own at the end, finish() writes the whole list).
+  if (rank0() && step == start_step_) record_attention_paths();
   if (log || step == start_step_)
     say(false, "%s: step %lld/%lld loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
         config_.run_name().c_str(), (long long)(step + 1), (long long)r.steps, row.train_loss,
@@ -459,6 +466,7 @@ TrainResult TrainingRun::finish(TrainResult result) {
       if (result.status == "failed") record_failure(config_, comm_.size(), result.reason);
       return;
     }
+    record_attention_paths();
     file_->set_attribute("status_reason", result.reason);
     file_->set_attribute("status_step", result.status_step);
     if (result.status == "interrupted") {  // stays NAME.h5.tmp with status running: resumable

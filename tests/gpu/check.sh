@@ -5,7 +5,8 @@
 #   1. env    GPU, driver, CUDA, which cuBLAS/NCCL/cuDNN, Python packages; the programs start
 #             and mpirun starts 2 ranks. Without a GPU the check stops here ("no GPU", exit 3).
 #   2. ops    the gpu test programs (ops and every design's model against the CPU backend, the
-#             cuDNN attention against the reference kernel: cudnn_attention_test) with
+#             cuDNN attention against the reference kernel: cudnn_attention_test; MoDA on
+#             cuDNN and flash against the MoDA kernel: moda_fast_attention_test) with
 #             CUDA_LAUNCH_BLOCKING=1, so that a kernel fault names its kernel; SANITIZE=1 then
 #             runs the op tests under compute-sanitizer memcheck, racecheck and synccheck.
 #   3. scale  the 400M L = 24 shape of input/main400m.ini (d 1024, T 2048, micro-batch 8):
@@ -277,9 +278,11 @@ stage_sanitize() {
   fi
   local test tool rc prog
   # flash_attention_test: its tile-edge shapes only (T ≤ 129); the full sweep takes minutes
-  # under memcheck.
-  local -A args=([flash_attention_test]="--run_test=flash_matches_reference_at_tile_edges")
-  for test in cuda_ops_test cuda_new_ops_test cuda_attention_test flash_attention_test; do
+  # under memcheck. moda_fast_attention_test: the depth-merge kernels (small shapes).
+  local -A args=([flash_attention_test]="--run_test=flash_matches_reference_at_tile_edges"
+    [moda_fast_attention_test]="--run_test=merge_kernels_match_the_moda_kernel_in_fp32")
+  for test in cuda_ops_test cuda_new_ops_test cuda_attention_test flash_attention_test \
+    moda_fast_attention_test; do
     for tool in memcheck racecheck synccheck; do
       if [[ -n $BUNDLE ]]; then
         prog=(env "LD_LIBRARY_PATH=$DB_BUNDLE_LD_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$DB_BUNDLE_ROOT/libexec/$test")

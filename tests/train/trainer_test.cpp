@@ -91,6 +91,9 @@ BOOST_AUTO_TEST_CASE(training_lowers_validation_loss_and_the_run_file_describes_
   BOOST_TEST(read_string_attribute(f.get(), "status") == "completed");
   BOOST_TEST(read_string_attribute(f.get(), "arch") == "pre_ln");
   BOOST_TEST(read_string_attribute(f.get(), "config").find("[model]") != std::string::npos);
+  // The attention path each shape ran (the CUDA backend lists shapes; the CPU has one path).
+  BOOST_TEST(read_string_attribute(f.get(), "attention") == "auto");
+  BOOST_TEST(read_string_attribute(f.get(), "attention_paths") == "cpu");
   H5Handle attr(H5Aopen(f.get(), "params_total", H5P_DEFAULT), H5Aclose);
   int64_t total = 0;
   H5Aread(attr.get(), H5T_NATIVE_INT64, &total);

@@ -21,6 +21,7 @@ class CpuOps final : public Ops<T> {
  public:
   MemorySpace space() const override { return MemorySpace::host; }
   const char* name() const override { return "cpu"; }
+  std::string attention_paths() const override { return "cpu"; }
 
   void gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B,
             int ldb, T beta, T* C, int ldc) override {

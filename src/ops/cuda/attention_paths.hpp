@@ -8,8 +8,14 @@
 //              products are fp32 (parity runs stay fp32).
 // An explicit cudnn or flash that cannot run a shape is a db::Error naming the reason.
 // The choice is made once per shape (B, T, H, H_kv, hd), at its first forward.
+//
+// MoDA (moda_forward/moda_backward) follows the same choice for its sequence part: reference
+// runs the MoDA kernel of moda_attention.hpp; a fast path runs the sequence keys through cuDNN
+// or flash and merges the depth entries through the log-sum-exp (moda_depth_merge.hpp).
+// report() lists the path each shape ran, for the run file (`attention_paths`).
 #pragma once
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "ops/cuda/attention.hpp"
@@ -24,7 +30,7 @@ class AttentionPaths {
       : requested_(requested), precision_(precision) {}
 
   // The path that runs this shape (chosen and, for cudnn, planned on first use).
-  AttentionPath path_for(const AttentionShape& s);
+  AttentionPath path_for(const AttentionShape& s) { return path_for(s, false); }
 
   // As attention_forward / attention_backward of attention.hpp, in fp32 storage.
   void forward(float* o, float* lse, const float* q, const float* k, const float* v,
@@ -33,13 +39,38 @@ class AttentionPaths {
                 const float* q, const float* k, const float* v, const AttentionShape& s,
                 cudaStream_t stream);
 
+  // As moda_attention_forward / moda_attention_backward of moda_attention.hpp.
+  void moda_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                    const float* depth_k, const float* depth_v, const ModaShape& s,
+                    cudaStream_t stream);
+  void moda_backward(float* dq, float* dk, float* dv, float* d_depth_k, float* d_depth_v,
+                     const float* d_o, const float* o, const float* lse, const float* q,
+                     const float* k, const float* v, const float* depth_k, const float* depth_v,
+                     const ModaShape& s, cudaStream_t stream);
+
+  // "B=8 T=2048 H=16 H_kv=8 hd=64: cudnn; moda B=8 T=2048 H=16 H_kv=8 hd=64: cudnn" — every
+  // shape run so far, with the reason where auto fell back; "none" before the first.
+  std::string report() const;
+
  private:
-  AttentionPath choose(const AttentionShape& s);
+  struct Choice {
+    AttentionPath path;
+    std::string fallback;  // why auto did not take cuDNN (or flash); "" otherwise
+  };
+  Choice choose(const AttentionShape& s);
+  // The path of this shape, for plain attention (moda = false) or MoDA's sequence part.
+  AttentionPath path_for(const AttentionShape& s, bool moda);
+  void run_forward(AttentionPath path, float* o, float* lse, const float* q, const float* k,
+                   const float* v, const AttentionShape& s, cudaStream_t stream);
+  void run_backward(AttentionPath path, float* dq, float* dk, float* dv, const float* d_o,
+                    const float* o, const float* lse, const float* q, const float* k,
+                    const float* v, const AttentionShape& s, cudaStream_t stream);
 
   AttentionPath requested_;
   Precision precision_;
   CudnnAttention cudnn_;
-  std::map<std::tuple<int64_t, int, int, int, int>, AttentionPath> chosen_;
+  // By (moda, B, T, H, H_kv, hd): MoDA's shapes are listed apart in the report.
+  std::map<std::tuple<bool, int64_t, int, int, int, int>, Choice> chosen_;
 };
 
 }  // namespace db::cuda

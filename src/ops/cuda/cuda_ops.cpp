@@ -9,7 +9,6 @@
 #include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/embedding.hpp"
 #include "ops/cuda/gemm.hpp"
-#include "ops/cuda/moda_attention.hpp"
 #include "ops/cuda/rmsnorm.hpp"
 #include "ops/cuda/rope.hpp"
 #include "ops/cuda/swiglu.hpp"
@@ -27,6 +26,7 @@ class CudaOps final : public Ops<float> {
         attention_(options.attention, options.precision) {}
   MemorySpace space() const override { return cuda_memory_space(); }
   const char* name() const override { return "cuda"; }
+  std::string attention_paths() const override { return attention_.report(); }
 
   // --- products ---
   void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
@@ -86,14 +86,14 @@ class CudaOps final : public Ops<float> {
   void moda_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                               const float* depth_k, const float* depth_v,
                               const ModaShape& s) override {
-    cuda::moda_attention_forward(o, lse, q, k, v, depth_k, depth_v, s, stream_);
+    attention_.moda_forward(o, lse, q, k, v, depth_k, depth_v, s, stream_);
   }
   void moda_attention_backward(float* dq, float* dk, float* dv, float* d_depth_k, float* d_depth_v,
                                const float* d_o, const float* o, const float* lse, const float* q,
                                const float* k, const float* v, const float* depth_k,
                                const float* depth_v, const ModaShape& s) override {
-    cuda::moda_attention_backward(dq, dk, dv, d_depth_k, d_depth_v, d_o, o, lse, q, k, v, depth_k,
-                                  depth_v, s, stream_);
+    attention_.moda_backward(dq, dk, dv, d_depth_k, d_depth_v, d_o, o, lse, q, k, v, depth_k,
+                             depth_v, s, stream_);
   }
   void swiglu_forward(float* h, const float* a, const float* b, int64_t count) override {
     cuda::swiglu_forward(h, a, b, count, stream_);

@@ -1,0 +1,106 @@
+#include <string>
+
+#include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/moda_depth_merge.hpp"
+#include "ops/moda_depth_merge.hpp"
+
+namespace db::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+// One warp per row: lane l holds values l, l + 32, ... of a head vector (8 registers at
+// head_dim 256) and the dot products are warp sums that every lane receives.
+struct WarpLanes {
+  static constexpr int kCount = 32, kValues = moda_merge::kMaxHeadDim / 32;
+  __host__ __device__ int lane() const {
+#if defined(__CUDA_ARCH__)
+    return threadIdx.x & 31;
+#else
+    return 0;  // never called on the host
+#endif
+  }
+  template <class A>
+  __host__ __device__ A sum(A part) const {
+#if defined(__CUDA_ARCH__)
+    return detail::warp_sum(part);
+#else
+    return part;
+#endif
+  }
+};
+
+// This warp's item (row n = b·T + t, head) among rows·heads_per_row; false past the end (whole
+// warps leave together, so the warp sums see every lane).
+__device__ __forceinline__ bool warp_item(int64_t& n, int& head, int64_t rows, int heads_per_row) {
+  const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (item >= rows * heads_per_row) return false;
+  n = item / heads_per_row;
+  head = int(item % heads_per_row);
+  return true;
+}
+
+__global__ void merge_forward_kernel(float* __restrict__ o, float* __restrict__ lse,
+                                     const float* __restrict__ q, const float* __restrict__ depth_k,
+                                     const float* __restrict__ depth_v, ModaShape s) {
+  int64_t n;
+  int h;
+  if (!warp_item(n, h, s.batch * s.seq_len, s.heads)) return;
+  moda_merge::forward_row<float>(o, lse, q, depth_k, depth_v, s, n, h, WarpLanes{});
+}
+
+// One warp per (token, kv head): the query heads of the group in order, so the token's depth
+// gradients of that kv head have one writer.
+__global__ void merge_backward_kernel(float* __restrict__ dq, float* __restrict__ d_depth_k,
+                                      float* __restrict__ d_depth_v, const float* __restrict__ d_o,
+                                      const float* __restrict__ o, const float* __restrict__ lse,
+                                      const float* __restrict__ q,
+                                      const float* __restrict__ depth_k,
+                                      const float* __restrict__ depth_v, ModaShape s) {
+  int64_t n;
+  int g;
+  if (!warp_item(n, g, s.batch * s.seq_len, s.kv_heads)) return;
+  moda_merge::backward_row<float>(dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s, n,
+                                  g, WarpLanes{});
+}
+
+void check_shape(const ModaShape& s) {
+  CUDA_REQUIRE(
+      s.head_dim >= 1 && s.head_dim <= moda_merge::kMaxHeadDim,
+      "moda depth merge: head_dim must be in 1.." + std::to_string(moda_merge::kMaxHeadDim));
+  CUDA_REQUIRE(s.kv_heads >= 1 && s.heads % s.kv_heads == 0,
+               "moda depth merge: heads must be a multiple of kv_heads");
+  CUDA_REQUIRE(s.depth >= 0 && s.depth <= s.depth_stride,
+               "moda depth merge: depth must be in 0..depth_stride");
+}
+
+unsigned blocks_for(int64_t warps) {
+  return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
+}
+
+}  // namespace
+
+void moda_depth_merge_forward(float* o, float* lse, const float* q, const float* depth_k,
+                              const float* depth_v, const ModaShape& s, cudaStream_t stream) {
+  const int64_t rows = s.batch * s.seq_len;
+  if (rows <= 0 || s.depth == 0) return;
+  check_shape(s);
+  merge_forward_kernel<<<blocks_for(rows * s.heads), 32 * kWarpsPerBlock, 0, stream>>>(
+      o, lse, q, depth_k, depth_v, s);
+  CUDA_CHECK_LAUNCH();
+}
+
+void moda_depth_merge_backward(float* dq, float* d_depth_k, float* d_depth_v, const float* d_o,
+                               const float* o, const float* lse, const float* q,
+                               const float* depth_k, const float* depth_v, const ModaShape& s,
+                               cudaStream_t stream) {
+  const int64_t rows = s.batch * s.seq_len;
+  if (rows <= 0 || s.depth == 0) return;
+  check_shape(s);
+  merge_backward_kernel<<<blocks_for(rows * s.kv_heads), 32 * kWarpsPerBlock, 0, stream>>>(
+      dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace db::cuda
