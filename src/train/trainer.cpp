@@ -106,7 +106,9 @@ class TrainingRun {
         optimizer_(model_.layout(), config.recipe, model_.space()),
         backend_(backend),
         reducer_(backend.make_gradient_reducer(comm)),
-        flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
+        flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {
+    model_.set_recompute(parse_recompute(config.recompute));
+  }
 
   TrainResult run();
 
