@@ -74,6 +74,8 @@ class Backbone {
   const ParameterLayout& layout() const { return layout_; }
 
   // --- sublayer cores: y = Attn(x) and y = FFN(x) of the block at position p ---------------
+  // A core keeps its input x by pointer, not as a copy: the caller keeps x unchanged until the
+  // backward, whose dx must be another buffer.
   void attention_forward(int p, const T* x, T* y);
   void attention_backward(int p, const T* dy, T* dx);  // dx overwritten, weight grads added
   // The attention core in stages, for designs that replace its softmax (MoDA):
@@ -89,8 +91,6 @@ class Backbone {
                                   const T* dk_unrotated = nullptr);
   void ffn_forward(int p, const T* x, T* y);
   void ffn_backward(int p, const T* dy, T* dx);
-  // The sublayer cores keep their input x by pointer, not as a copy: the caller keeps it
-  // unchanged until the backward, and dx of the backward must not be x.
 
   // --- activation recomputation (train.recompute, layer_loop.hpp) --------------------------
   bool recompute_blocks() const { return recompute_ == Recompute::blocks; }

@@ -71,9 +71,10 @@ class SublayerStack : public SingleStream<T> {
       scale_into(net.ops(), c.u.data(), f.in_scale, count);
       u = c.u.data();
     }
-    c.y.resize(count);
-    core_.forward(net, p, ffn, u, c.y.data());
-    return {u, c.y.data()};
+    Buffer<T>& y = output(f, c);
+    y.resize(count);
+    core_.forward(net, p, ffn, u, y.data());
+    return {u, y.data()};
   }
 
   // Every step writes a buffer of this sublayer's own, so x and what the caches saw stay.
@@ -81,7 +82,7 @@ class SublayerStack : public SingleStream<T> {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
-    T* branch = c.y.data();
+    T* branch = output(f, c).data();
     if (!f.branch_norm.empty()) {
       c.branch_y.resize(count);
       net.rmsnorm_forward(net.block_param(p, f.branch_norm), c.y.data(), c.branch_y.data(),
@@ -166,11 +167,17 @@ class SublayerStack : public SingleStream<T> {
     Buffer<T> u, y, branch_y, sum, out_y;
   };
 
+  // The core's output: the sublayer's own y, except when the merge neither reads it later (no
+  // branch norm) nor adds into it (α ≠ 1): then the shared y_, dead after the merge (DeepNorm).
+  Buffer<T>& output(const SublayerForm& f, Cache& c) {
+    return f.branch_norm.empty() && f.alpha != 1.0 ? y_ : c.y;
+  }
+
   FormOf form_;
   SublayerCore<T> plain_core_;
   SublayerCore<T>& core_;
   std::vector<Cache> caches_;
-  Buffer<T> dz_, dy_, du_;
+  Buffer<T> y_, dz_, dy_, du_;
 };
 
 }  // namespace db
