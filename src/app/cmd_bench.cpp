@@ -170,6 +170,7 @@ int run_bench_command(int argc, char** argv) {
     backend.attach_section_timer(timer.get());
   }
   Model<float> model(config.model, backend, config.ops_options());
+  model.set_recompute(parse_recompute(config.recompute));
   backend.attach_section_timer(nullptr);
   model.initialize(config.seed);
   AdamW<float> optimizer(model.layout(), config.recipe, model.space());

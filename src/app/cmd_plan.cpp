@@ -62,7 +62,8 @@ int run_plan_command(int argc, char** argv) {
       out.c_str());
   std::printf(
       "memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
-      "activations with the design's own state; one H200 holds 141 GB)\n");
+      "activations with the design's own state as train.recompute keeps them, cuDNN's attention "
+      "workspace in bf16 CUDA runs; one H200 holds 141 GB)\n");
   std::printf(
       "disk: per run, the files it keeps: NAME.weights + NAME.init.weights (fp32, 4 bytes per "
       "parameter each; with a 128K vocabulary even a tiny model's embedding and head make them "

@@ -1,5 +1,6 @@
 #include "core/memory.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -16,9 +17,16 @@ class HostMemory final : public MemoryResource {
     // 64-byte alignment: whole cache lines for the OpenMP loops, as std::vector gives for SIMD.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p) throw std::bad_alloc();
+    const size_t now = in_use += bytes;
+    for (size_t peak = peak_in_use; now > peak && !peak_in_use.compare_exchange_weak(peak, now);) {
+    }
     return p;
   }
-  void release(void* data, size_t) noexcept override { std::free(data); }
+  void release(void* data, size_t bytes) noexcept override {
+    std::free(data);
+    in_use -= bytes;
+  }
+  std::atomic<size_t> in_use{0}, peak_in_use{0};  // bytes of the buffers allocated here
   void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
   void zero(void* data, size_t bytes) override { std::memset(data, 0, bytes); }
 };
@@ -53,6 +61,16 @@ void copy(void* dst, MemorySpace dst_space, const void* src, MemorySpace src_spa
 
 void zero(MemorySpace space, void* data, size_t bytes) {
   if (bytes > 0) space.resource().zero(data, bytes);
+}
+
+size_t host_bytes_in_use() {
+  return host_memory.in_use;
+}
+size_t host_peak_bytes() {
+  return host_memory.peak_in_use;
+}
+void reset_host_peak() {
+  host_memory.peak_in_use = size_t(host_memory.in_use);
 }
 
 }  // namespace memory

@@ -51,6 +51,12 @@ void release(MemorySpace space, void* data, size_t bytes) noexcept;
 // Copies between any two spaces (two device spaces: through a host copy).
 void copy(void* dst, MemorySpace dst_space, const void* src, MemorySpace src_space, size_t bytes);
 void zero(MemorySpace space, void* data, size_t bytes);
+// Bytes of host memory held by buffers (core/buffer.hpp) now, and the most since the last
+// reset_host_peak: what a CPU model keeps, e.g. its activations under train.recompute (the CPU
+// backend's memory_peak_bytes is the process's resident set, which no reset lowers).
+size_t host_bytes_in_use();
+size_t host_peak_bytes();
+void reset_host_peak();
 }  // namespace memory
 
 // The space new buffers are allocated in on this thread (host unless a scope says otherwise).

@@ -94,18 +94,23 @@ void Backbone<T>::attention_project(int p, const T* x, T* k_unrotated) {
   const int64_t N = rows();
   const int d = c.d_model, hd = c.head_dim(), H = c.n_head, Hkv = c.kv_heads();
   AttentionCache& a = attention_[p];
-  a.x.assign(x, N * d);
+  a.x = x;
   a.q.resize(N * H * hd);
   a.k.resize(N * Hkv * hd);
   a.v.resize(N * Hkv * hd);
   a.o.resize(N * H * hd);
   a.lse.resize(N * H);
-  ops_.linear_forward(a.q.data(), x, value(block_param(p, "wq")), N, d, H * hd);
-  ops_.linear_forward(a.k.data(), x, value(block_param(p, "wk")), N, d, Hkv * hd);
+  // With QK-norm the projections go to q_pre_norm, k_pre_norm (kept for the norm's backward).
+  if (c.qk_norm) {
+    a.q_pre_norm.resize(N * H * hd);
+    a.k_pre_norm.resize(N * Hkv * hd);
+  }
+  T* q = c.qk_norm ? a.q_pre_norm.data() : a.q.data();
+  T* k = c.qk_norm ? a.k_pre_norm.data() : a.k.data();
+  ops_.linear_forward(q, x, value(block_param(p, "wq")), N, d, H * hd);
+  ops_.linear_forward(k, x, value(block_param(p, "wk")), N, d, Hkv * hd);
   ops_.linear_forward(a.v.data(), x, value(block_param(p, "wv")), N, d, Hkv * hd);
   if (c.qk_norm) {  // RMSNorm over head_dim on q and k before RoPE (Qwen3)
-    a.q_pre_norm = a.q;
-    a.k_pre_norm = a.k;
     a.q_rstd.resize(N * H);
     a.k_rstd.resize(N * Hkv);
     ops_.rmsnorm_forward(a.q.data(), a.q_rstd.data(), a.q_pre_norm.data(),
@@ -155,9 +160,9 @@ void Backbone<T>::attention_project_backward(int p, T* dq, T* dk, const T* dv, T
     dk = scratch_c_.data();
   }
   const int wq = block_param(p, "wq"), wk = block_param(p, "wk"), wv = block_param(p, "wv");
-  ops_.linear_backward(dx, grad(wq), dq, a.x.data(), value(wq), N, d, H * hd, false);
-  ops_.linear_backward(dx, grad(wk), dk, a.x.data(), value(wk), N, d, Hkv * hd, true);
-  ops_.linear_backward(dx, grad(wv), dv, a.x.data(), value(wv), N, d, Hkv * hd, true);
+  ops_.linear_backward(dx, grad(wq), dq, a.x, value(wq), N, d, H * hd, false);
+  ops_.linear_backward(dx, grad(wk), dk, a.x, value(wk), N, d, Hkv * hd, true);
+  ops_.linear_backward(dx, grad(wv), dv, a.x, value(wv), N, d, Hkv * hd, true);
 }
 
 template <class T>
@@ -165,7 +170,7 @@ void Backbone<T>::ffn_forward(int p, const T* x, T* y) {
   const int64_t N = rows();
   const int d = config_.d_model, ff = config_.ff_dim();
   FfnCache& f = ffn_[p];
-  f.x.assign(x, N * d);
+  f.x = x;
   f.a.resize(N * ff);
   f.b.resize(N * ff);
   f.h.resize(N * ff);
@@ -187,14 +192,20 @@ void Backbone<T>::ffn_backward(int p, const T* dy, T* dx) {
   const int w1 = block_param(p, "w1"), w2 = block_param(p, "w2"), w3 = block_param(p, "w3");
   ops_.linear_backward(dh, grad(w2), dy, f.h.data(), value(w2), N, ff, d, false);
   ops_.swiglu_backward(da, db, dh, f.a.data(), f.b.data(), N * ff);
-  ops_.linear_backward(dx, grad(w1), da, f.x.data(), value(w1), N, d, ff, false);
-  ops_.linear_backward(dx, grad(w3), db, f.x.data(), value(w3), N, d, ff, true);
+  ops_.linear_backward(dx, grad(w1), da, f.x, value(w1), N, d, ff, false);
+  ops_.linear_backward(dx, grad(w3), db, f.x, value(w3), N, d, ff, true);
+}
+
+template <class T>
+void Backbone<T>::release_caches(int p) {
+  attention_[p] = {};
+  ffn_[p] = {};
 }
 
 template <class T>
 void Backbone<T>::rmsnorm_forward(int gain_id, const T* x, T* y, NormCache<T>& cache, int64_t rows,
                                   int width) {
-  cache.x.assign(x, rows * width);
+  cache.x = x;
   cache.rstd.resize(rows);
   ops_.rmsnorm_forward(y, cache.rstd.data(), x, gain_id >= 0 ? value(gain_id) : nullptr, rows,
                        width, config_.norm_eps);
@@ -203,7 +214,7 @@ void Backbone<T>::rmsnorm_forward(int gain_id, const T* x, T* y, NormCache<T>& c
 template <class T>
 void Backbone<T>::rmsnorm_backward(int gain_id, const T* dy, T* dx, NormCache<T>& cache,
                                    int64_t rows, int width, bool accumulate_dx) {
-  ops_.rmsnorm_backward(dx, gain_id >= 0 ? grad(gain_id) : nullptr, dy, cache.x.data(),
+  ops_.rmsnorm_backward(dx, gain_id >= 0 ? grad(gain_id) : nullptr, dy, cache.x,
                         gain_id >= 0 ? value(gain_id) : nullptr, cache.rstd.data(), rows, width,
                         accumulate_dx);
 }
@@ -211,7 +222,7 @@ void Backbone<T>::rmsnorm_backward(int gain_id, const T* dy, T* dx, NormCache<T>
 template <class T>
 void Backbone<T>::layernorm_forward(int gain_id, const T* x, T* y, NormCache<T>& cache,
                                     int64_t rows, int width) {
-  cache.x.assign(x, rows * width);
+  cache.x = x;
   cache.rstd.resize(rows);
   cache.mean.resize(rows);
   ops_.layernorm_forward(y, cache.mean.data(), cache.rstd.data(), x,
@@ -221,7 +232,7 @@ void Backbone<T>::layernorm_forward(int gain_id, const T* x, T* y, NormCache<T>&
 template <class T>
 void Backbone<T>::layernorm_backward(int gain_id, const T* dy, T* dx, NormCache<T>& cache,
                                      int64_t rows, int width, bool accumulate_dx) {
-  ops_.layernorm_backward(dx, gain_id >= 0 ? grad(gain_id) : nullptr, dy, cache.x.data(),
+  ops_.layernorm_backward(dx, gain_id >= 0 ? grad(gain_id) : nullptr, dy, cache.x,
                           gain_id >= 0 ? value(gain_id) : nullptr, cache.mean.data(),
                           cache.rstd.data(), rows, width, accumulate_dx);
 }

@@ -12,14 +12,21 @@
 #include "core/buffer.hpp"
 #include "model/model_config.hpp"
 #include "model/parameters.hpp"
+#include "model/recompute.hpp"
 #include "ops/ops.hpp"
 
 namespace db {
 
-// What a norm's forward keeps for its backward.
+// What a norm's forward keeps for its backward: its input x is not copied, the caller keeps it
+// unchanged until the backward (every state writes each sublayer into buffers of its own).
 template <class T>
 struct NormCache {
-  Buffer<T> x, mean, rstd;
+  const T* x = nullptr;
+  Buffer<T> mean, rstd;
+  void release() {
+    mean = {};
+    rstd = {};
+  }
 };
 
 // Receives the tensors a forward pass produces, for the diagnostics. Pointers are host memory
@@ -67,6 +74,8 @@ class Backbone {
   const ParameterLayout& layout() const { return layout_; }
 
   // --- sublayer cores: y = Attn(x) and y = FFN(x) of the block at position p ---------------
+  // A core keeps its input x by pointer, not as a copy: the caller keeps x unchanged until the
+  // backward, whose dx must be another buffer.
   void attention_forward(int p, const T* x, T* y);
   void attention_backward(int p, const T* dy, T* dx);  // dx overwritten, weight grads added
   // The attention core in stages, for designs that replace its softmax (MoDA):
@@ -82,6 +91,12 @@ class Backbone {
                                   const T* dk_unrotated = nullptr);
   void ffn_forward(int p, const T* x, T* y);
   void ffn_backward(int p, const T* dy, T* dx);
+
+  // --- activation recomputation (train.recompute, layer_loop.hpp) --------------------------
+  bool recompute_blocks() const { return recompute_ == Recompute::blocks; }
+  void set_recompute(Recompute r) { recompute_ = r; }
+  // Frees the attention and FFN caches of position p (its forward is re-run before its backward).
+  void release_caches(int p);
 
   // --- norms over rows of width `width` (gain_id < 0: no gain) ----------------------------
   void rmsnorm_forward(int gain_id, const T* x, T* y, NormCache<T>& cache, int64_t rows, int width);
@@ -106,7 +121,8 @@ class Backbone {
 
   // Attention internals of position p, for designs that extend attention (MoDA).
   struct AttentionCache {
-    Buffer<T> x, q, k, v, o, lse, q_pre_norm, k_pre_norm, q_rstd, k_rstd;
+    const T* x = nullptr;  // the input, kept by the caller
+    Buffer<T> q, k, v, o, lse, q_pre_norm, k_pre_norm, q_rstd, k_rstd;
   };
   AttentionCache& attention_cache(int p) { return attention_[p]; }
   // RoPE at this batch's positions on x [rows, heads, head_dim]; inverse for the backward.
@@ -114,7 +130,8 @@ class Backbone {
 
  private:
   struct FfnCache {
-    Buffer<T> x, a, b, h;
+    const T* x = nullptr;  // the input, kept by the caller
+    Buffer<T> a, b, h;
   };
   // Hands a tensor to an observer in host memory.
   const T* host_view(const T* data, int64_t count);
@@ -124,6 +141,7 @@ class Backbone {
   ParameterStore<T>& params_;
   Ops<T>& ops_;
   std::vector<int> schedule_;
+  Recompute recompute_ = Recompute::none;
   int64_t batch_ = 0;
   int seq_len_ = 0;
   std::vector<AttentionCache> attention_;

@@ -42,6 +42,8 @@ class Model {
   int head_id() const { return head_id_; }
 
   void initialize(uint64_t seed) { params_->initialize(seed); }
+  // train.recompute: what the forward keeps for the backward (layer_loop.hpp).
+  void set_recompute(Recompute r) { backbone_->set_recompute(r); }
 
   // tokens (host): [batch, seq_len] windows. The loss covers positions 0..T−2 of each window
   // (predicting tokens 1..T−1). Returns the summed loss; adds the gradients of

@@ -7,26 +7,40 @@
 
 #include "core/error.hpp"
 #include "model/model.hpp"
-#include "ops/backend.hpp"
+#include "model/recompute.hpp"
 #include "model/residual/registry.hpp"
+#include "ops/backend.hpp"
 
 namespace db {
 
 MemoryEstimate estimate_memory(const RunConfig& config) {
   const ModelConfig& m = config.model;
+  const DesignInfo& design = find_design(m.arch);
   const double params = double(count_parameters(m).total);
-  const double tokens = double(config.recipe.micro_batch_sequences) * config.recipe.seq_len;
+  const double sequences = double(config.recipe.micro_batch_sequences);
+  const double T = config.recipe.seq_len;
+  const double tokens = sequences * T;
   const double head_rows = std::min(tokens, config.backend == "cuda" ? 4096.0 : 256.0);
-  // Per token and block: q, k, v, attention output, norm caches and the residual (≈ 8d) and the
-  // three SwiGLU products (3·ff), plus the state the design's registry entry declares; at the
-  // head one chunk of logits.
-  const double per_token_blocks =
-      double(m.n_layer) *
-      (8.0 * m.d_model + 3.0 * m.ff_dim() + find_design(m.arch).state_values_per_token(m));
+  // Per token, what one block keeps for its backward: q, k, v, attention output, norm caches and
+  // the residual (≈ 8d) and the three SwiGLU products (3·ff), plus the state the design's
+  // registry entry declares. Every block keeps it, or under train.recompute = blocks one block
+  // at a time (the one being re-run) and every block its input (the registry entry's
+  // recompute values).
+  const double block = 8.0 * m.d_model + 3.0 * m.ff_dim() + design.state_values_per_token(m);
+  const double per_token_blocks = parse_recompute(config.recompute) == Recompute::blocks
+                                      ? m.n_layer * design.recompute_values_per_token(m) + block
+                                      : m.n_layer * block;
   MemoryEstimate e;
   e.weights_bytes = 2 * 4 * params;
   e.optimizer_bytes = 2 * 4 * params;
+  // At the head one chunk of logits and their gradient.
   e.activations_bytes = 4 * tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
+  // cuDNN's deterministic attention backward takes a bf16 dP [B, H, T, T] from the pool, one
+  // attention call at a time (doc/cuda.md), when a bf16 CUDA run may pick cuDNN.
+  const AttentionPath path = parse_attention_path(config.attention);
+  if (config.backend == "cuda" && config.precision == "bf16" &&
+      (path == AttentionPath::automatic || path == AttentionPath::cudnn))
+    e.attention_workspace_bytes = 2.0 * sequences * m.n_head * T * T;
   return e;
 }
 
@@ -55,10 +69,15 @@ void check_memory(const RunConfig& config, const Backend& backend) {
       fits > 0 ? "; train.micro_batch = " + std::to_string(fits) + " would fit"
                : "; even one sequence per micro-batch does not fit: use fewer parameters or "
                  "a shorter train.seq_len";
+  const std::string workspace =
+      e.attention_workspace_bytes > 0
+          ? ", cuDNN attention workspace " + format_gib(e.attention_workspace_bytes)
+          : std::string();
   throw Error("this model needs at least " + format_gib(e.total()) + " per rank (weights " +
               format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-              ", activations " + format_gib(e.activations_bytes) + " at train.micro_batch = " +
-              std::to_string(config.recipe.micro_batch_sequences) + "); this " +
+              ", activations " + format_gib(e.activations_bytes) + workspace +
+              " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
+              "); this " +
               (backend.space().is_host() ? std::string("machine")
                                          : backend.name() + std::string(" device")) +
               " has " + format_gib(available) + advice);

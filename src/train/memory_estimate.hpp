@@ -15,13 +15,18 @@ struct MemoryEstimate {
   double weights_bytes = 0;      // parameters and their gradients (fp32)
   double optimizer_bytes = 0;    // AdamW's two moments (fp32)
   double activations_bytes = 0;  // saved for the backward pass of one micro-batch, with logits
-  double total() const { return weights_bytes + optimizer_bytes + activations_bytes; }
+  double attention_workspace_bytes = 0;  // cuDNN's deterministic backward: bf16 dP of one call
+  double total() const {
+    return weights_bytes + optimizer_bytes + activations_bytes + attention_workspace_bytes;
+  }
 };
 
 // Per rank, at train.micro_batch sequences of train.seq_len tokens. Both backends keep fp32
 // weights, gradients, AdamW moments and activations; the activations count the backbone's
 // saved tensors, the design's own state (HC/mHC streams, AttnRes sources and their gradients,
 // MoDA's depth pools) and one chunk of LM-head logits (256 rows on the CPU, 4096 on CUDA).
+// Under train.recompute = blocks one block's activations and every block's input. A bf16 CUDA
+// run that may use cuDNN's attention adds its backward's workspace, B·H·T² bf16 values.
 // An estimate to within tens of percent, not an allocation plan.
 MemoryEstimate estimate_memory(const RunConfig& config);
 // Physical memory of this machine in bytes.

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "model/recompute.hpp"
 #include "model/residual/registry.hpp"
 #include "ops/backend.hpp"
 
@@ -217,6 +218,14 @@ std::vector<Key> keys_of(RunConfig& c) {
          c.attention = t;
        },
        [&c] { return c.attention; }},
+      {"train.recompute",
+       "activations kept for the backward: none (all) | blocks (each block's input; the "
+       "backward re-runs the block's forward first: same gradients, ≈ +33% FLOPs, less memory)",
+       [&c](const std::string& t) {
+         parse_recompute(t);  // a bad value fails here, before anything runs
+         c.recompute = t;
+       },
+       [&c] { return c.recompute; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),

@@ -27,6 +27,7 @@ struct RunConfig {
   std::string backend = "cpu";
   std::string precision = "bf16";   // CUDA arithmetic: bf16 | fp32 (core/precision.hpp)
   std::string attention = "auto";   // CUDA attention path (ops/ops_options.hpp)
+  std::string recompute = "none";   // none | blocks (model/recompute.hpp)
   int threads = 0;                  // CPU threads; 0 = all cores of this rank's share
   int64_t log_interval = 10;        // steps between progress lines and curve rows
   int64_t val_interval = 50;        // steps between validation evaluations (and at the end)

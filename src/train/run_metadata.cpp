@@ -41,6 +41,7 @@ bool changes_results(const std::string& ini_line) {
       "stop_after_steps",
       "attention ",  // an implementation of the same attention, like the backend (doc/cuda.md)
       "reduce_bucket_mb",  // when the gradient sum starts; MPI's sum is the same bits either way
+      "recompute ",  // the same gradients, bit for bit (doc/designs.md "Recomputation")
   };
   for (const char* key : ignored)
     if (ini_line.rfind(key, 0) == 0) return false;
@@ -125,6 +126,7 @@ void write_run_metadata(RunFile& f, const RunConfig& c, int ranks, bool resumed,
   f.set_attribute("precision", c.precision);  // the CUDA arithmetic; the CPU computes in fp32
   f.set_attribute("attention", c.attention);  // the requested path; the trainer adds
                                               // `attention_paths`, the one each shape ran
+  f.set_attribute("recompute", c.recompute);  // what the forward kept (train.recompute)
   if (backend) {
     f.set_attribute("device_name", backend->device_name());
     // Results do not depend on these (gemm.cpp, parallel.hpp); recorded to let a user check.

@@ -135,7 +135,9 @@ class TrainingRun {
         backend_(backend),
         reducer_(backend.make_gradient_reducer(comm)),
         buckets_(bucketed_reduction(config, *reducer_, model_)),
-        flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
+        flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {
+    model_.set_recompute(parse_recompute(config.recompute));
+  }
 
   TrainResult run();
 

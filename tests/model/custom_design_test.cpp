@@ -21,9 +21,9 @@
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
 #include "model/residual/stream.hpp"
-#include "sweep/sweep_plan.hpp"
 #include "ops/launch.hpp"
 #include "support/h5_tensors.hpp"
+#include "sweep/sweep_plan.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/mpi_test_main.hpp"
 #include "train/trainer.hpp"
@@ -61,7 +61,8 @@ struct GatedAddBackward {
 template <class T>
 class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
  public:
-  explicit GatedResidual(const ModelConfig& c) : norms_(2 * c.n_layer), y_(2 * c.n_layer) {}
+  explicit GatedResidual(const ModelConfig& c)
+      : norms_(2 * c.n_layer), u_(2 * c.n_layer), y_(2 * c.n_layer), out_(2 * c.n_layer) {}
 
   static void declare(ParameterLayout& layout, const ModelConfig& c) {
     declare_block_norms(layout, c, {"attn_norm", "ffn_norm"});
@@ -78,24 +79,28 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
     run_layers_backward(net, *this, dfeatures, dx0);
   }
 
-  // u = N(x), y = F(u); then x += g ⊙ y.
+  // u = N(x), y = F(u); then x' = x + g ⊙ y, into a buffer of the sublayer's own (the norm and
+  // the core keep pointers to x and u, SingleStream's rule).
   SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t rows = net.rows(), d = net.d();
     const int k = 2 * p + ffn;
-    u_.resize(rows * d);
+    u_[k].resize(rows * d);
     y_[k].resize(rows * d);
-    net.rmsnorm_forward(norm(net, p, ffn), this->x_.data(), u_.data(), norms_[k], rows, int(d));
+    net.rmsnorm_forward(norm(net, p, ffn), this->x_, u_[k].data(), norms_[k], rows, int(d));
     if (ffn)
-      net.ffn_forward(p, u_.data(), y_[k].data());
+      net.ffn_forward(p, u_[k].data(), y_[k].data());
     else
-      net.attention_forward(p, u_.data(), y_[k].data());
-    return {u_.data(), y_[k].data()};
+      net.attention_forward(p, u_[k].data(), y_[k].data());
+    return {u_[k].data(), y_[k].data()};
   }
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
     const int64_t d = net.d();
-    for_each_index(
-        net.ops().space(), net.rows() * d,
-        GatedAdd<T>{this->x_.data(), net.value(gate(net, p, ffn)), y_[2 * p + ffn].data(), int(d)});
+    const int k = 2 * p + ffn;
+    out_[k].resize(net.rows() * d);
+    net.ops().copy(out_[k].data(), this->x_, net.rows() * d);
+    for_each_index(net.ops().space(), net.rows() * d,
+                   GatedAdd<T>{out_[k].data(), net.value(gate(net, p, ffn)), y_[k].data(), int(d)});
+    this->x_ = out_[k].data();
   }
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
@@ -108,11 +113,12 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
     dgate.add(net.grad(g), int(d));
     for_each_row_sum(net.ops().space(), rows, dgate,
                      GatedAddBackward<T>{dy_.data(), dx, net.value(g), y_[k].data(), int(d)});
+    du_.resize(rows * d);
     if (ffn)
-      net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
+      net.ffn_backward(p, dy_.data(), du_.data());
     else
-      net.attention_backward(p, dy_.data(), u_.data());
-    net.rmsnorm_backward(norm(net, p, ffn), u_.data(), dx, norms_[k], rows, int(d),
+      net.attention_backward(p, dy_.data(), du_.data());
+    net.rmsnorm_backward(norm(net, p, ffn), du_.data(), dx, norms_[k], rows, int(d),
                          /*accumulate_dx=*/true);
   }
 
@@ -125,8 +131,10 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
   }
 
   std::vector<NormCache<T>> norms_;
-  std::vector<Buffer<T>> y_;  // each sublayer's branch output, for the gate gradient
-  Buffer<T> u_, dy_;
+  std::vector<Buffer<T>> u_;    // each sublayer's core input, for its backward
+  std::vector<Buffer<T>> y_;    // each sublayer's branch output, for the gate gradient
+  std::vector<Buffer<T>> out_;  // the stream after each sublayer
+  Buffer<T> du_, dy_;
 };
 
 // The one registry line: the entry describes the design as the ten of src/model/residual do

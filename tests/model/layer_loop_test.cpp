@@ -56,6 +56,15 @@ class RecordingMixing : public LayerMixing<double> {
     calls.push_back(name("b", p, ffn));
   }
   void end_backward(Backbone<double>&, double*) override { calls.push_back("end"); }
+  void save_block_input(Backbone<double>&, int p) override {
+    calls.push_back("save" + std::to_string(p));
+  }
+  void restore_block_input(Backbone<double>&, int p) override {
+    calls.push_back("restore" + std::to_string(p));
+  }
+  void release_block(Backbone<double>&, int p) override {
+    calls.push_back("release" + std::to_string(p));
+  }
 
  private:
   static std::string name(const char* step, int p, bool ffn) {
@@ -92,6 +101,32 @@ BOOST_AUTO_TEST_CASE(the_loop_runs_the_steps_in_order_skips_a_block_and_observes
   run_layers_backward(net, mixing, &features, &x0);
   const std::vector<std::string> expected_backward = {"readout'", "z3'", "b2f", "b2a", "z2'",
                                                       "z1'",      "b0f", "b0a", "z0'", "end"};
+  BOOST_TEST(mixing.calls == expected_backward, boost::test_tools::per_element());
+}
+
+// train.recompute = blocks: a block's input is saved before its forward and its activations
+// freed after it; the backward restores the input and re-runs the block (without observers)
+// just before its backward, then frees it again. A skipped block does none of it.
+BOOST_AUTO_TEST_CASE(under_recompute_the_loop_saves_frees_and_reruns_each_block) {
+  Model<double> model(tiny_config("pre_ln", 3));
+  Backbone<double>& net = model.backbone();
+  net.set_recompute(Recompute::blocks);
+  net.skip_block(1);
+  RecordingMixing mixing;
+  double x0 = 0, features = 0;
+  run_layers_forward(net, mixing, &x0, &features);
+  const std::vector<std::string> expected_forward = {
+      "begin",    "z0",      "save0",    "f0a", "merge0a", "f0f", "merge0f",
+      "release0", "z1",      "skip1",    "z2",  "save2",   "f2a", "merge2a",
+      "f2f",      "merge2f", "release2", "z3",  "readout"};
+  BOOST_TEST(mixing.calls == expected_forward, boost::test_tools::per_element());
+
+  mixing.calls.clear();
+  run_layers_backward(net, mixing, &features, &x0);
+  const std::vector<std::string> expected_backward = {
+      "readout'", "z3'",      "restore2", "f2a",      "merge2a",  "f2f", "merge2f", "b2f",
+      "b2a",      "release2", "z2'",      "z1'",      "restore0", "f0a", "merge0a", "f0f",
+      "merge0f",  "b0f",      "b0a",      "release0", "z0'",      "end"};
   BOOST_TEST(mixing.calls == expected_backward, boost::test_tools::per_element());
 }
 

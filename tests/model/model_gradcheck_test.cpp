@@ -90,6 +90,20 @@ BOOST_AUTO_TEST_CASE(every_design_backward_matches_finite_differences) {
   }
 }
 
+// train.recompute = blocks re-runs each block's forward inside the backward (layer_loop.hpp):
+// its gradients, too, against finite differences (recompute_test.cpp checks the same bits).
+BOOST_AUTO_TEST_CASE(every_design_backward_under_recompute_matches_finite_differences) {
+  for (const DesignInfo& design : all_designs()) {
+    Model<double> model(tiny_config(design.name));
+    model.set_recompute(Recompute::blocks);
+    std::string worst_name;
+    const double err = worst_gradient_error(model, &worst_name);
+    std::printf("gradcheck %-14s recompute=blocks max rel error %.2e (%s)\n", design.name.c_str(),
+                err, worst_name.c_str());
+    BOOST_TEST(err < 1e-6, design.name << " worst " << worst_name << " " << err);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(parameter_counts_match_the_backbone_formula_for_pre_ln) {
   ModelConfig c;  // spec §0: L=24, d=1024, ff=2736, V=50280 → 405M
   c.n_layer = 24;

@@ -23,4 +23,17 @@ grep -q "unknown option 'train.stpes'" err.txt && grep -q "train.steps" err.txt
 if "$bin" train --config "$source_dir/input/train_demo.ini" --model.arch nope 2> err.txt; then exit 1; fi
 grep -q "unknown architecture 'nope' (valid: pre_ln" err.txt
 [ "$(wc -l < err.txt)" -eq 1 ]
+# train.recompute = blocks re-runs each block's forward in the backward: the same curve, bit for
+# bit, and the run file says which it was.
+for recompute in none blocks; do
+  "$bin" train --config "$source_dir/input/train_demo.ini" --model.arch hc --train.steps 4 \
+    --train.val_interval 2 --train.recompute $recompute --output.dir runs_$recompute > train_$recompute.log
+done
+"$python" - <<'PY'
+import glob, h5py
+kept, recomputed = (h5py.File(glob.glob(f"runs_{r}/*.h5")[0], "r") for r in ("none", "blocks"))
+assert kept.attrs["recompute"] == "none" and recomputed.attrs["recompute"] == "blocks"
+for curve in ("train_loss", "grad_norm", "val_loss"):
+    assert (kept["curves/" + curve][:] == recomputed["curves/" + curve][:]).all(), curve
+PY
 echo "cli training: ok"

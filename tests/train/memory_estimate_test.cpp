@@ -71,3 +71,44 @@ BOOST_AUTO_TEST_CASE(a_design_registered_later_is_estimated_with_its_own_state) 
   const RunConfig c = config_of(d.name);
   BOOST_TEST(state_bytes(c) == 4.0 * tokens(c) * c.model.n_layer * 3.0 * c.model.d_model);
 }
+
+BOOST_AUTO_TEST_CASE(recomputed_blocks_keep_one_blocks_activations_and_every_blocks_input) {
+  for (const DesignInfo& d : all_designs()) {
+    RunConfig kept = config_of(d.name);
+    kept.model.n_layer = 6;
+    RunConfig recomputed = kept;
+    recomputed.recompute = "blocks";
+    const ModelConfig& m = kept.model;
+    const double block = 8.0 * m.d_model + 3.0 * m.ff_dim() + d.state_values_per_token(m);
+    const double saved = (m.n_layer - 1) * block - m.n_layer * d.recompute_values_per_token(m);
+    BOOST_TEST(saved > 0, d.name);
+    BOOST_TEST(
+        estimate_memory(kept).activations_bytes - estimate_memory(recomputed).activations_bytes ==
+            4.0 * tokens(kept) * saved,
+        d.name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_bf16_cuda_run_that_may_use_cudnn_counts_its_attention_workspace) {
+  RunConfig c = config_of("pre_ln");
+  c.backend = "cuda";
+  c.precision = "bf16";
+  const double dP = 2.0 * c.recipe.micro_batch_sequences * c.model.n_head * c.recipe.seq_len *
+                    c.recipe.seq_len;  // bf16 [B, H, T, T]
+  for (const char* path : {"auto", "cudnn"}) {
+    c.attention = path;
+    const MemoryEstimate e = estimate_memory(c);
+    BOOST_TEST(e.attention_workspace_bytes == dP, path);
+    BOOST_TEST(e.total() == e.weights_bytes + e.optimizer_bytes + e.activations_bytes + dP);
+  }
+  for (const char* path : {"flash", "reference"}) {
+    c.attention = path;
+    BOOST_TEST(estimate_memory(c).attention_workspace_bytes == 0, path);
+  }
+  c.attention = "auto";
+  c.precision = "fp32";  // auto is the fp32 reference kernel
+  BOOST_TEST(estimate_memory(c).attention_workspace_bytes == 0);
+  c.precision = "bf16";
+  c.backend = "cpu";
+  BOOST_TEST(estimate_memory(c).attention_workspace_bytes == 0);
+}

@@ -70,8 +70,9 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     ran_.assign(K_, false);
     group_sum_.assign((K_ + S_ - 1) / S_, {});
     pre_norm_.resize(K_);
-    u_.resize(count);
+    u_.resize(K_);
     y_.resize(count);
+    saved_.resize(net.n_layer());
     partial_.assign_zeros(count);
     partial_members_ = 0;
   }
@@ -101,12 +102,14 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     if (ffn) mix(net, k, net.block_param(p, "ffn_res.query"));
     ran_[k] = true;
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_forward(gain, mixes_[k].h.data(), u_.data(), pre_norm_[k], net.rows(), net.d());
+    Buffer<T>& u = u_[k];  // the core's input, kept for its backward
+    u.resize(net.rows() * net.d());
+    net.rmsnorm_forward(gain, mixes_[k].h.data(), u.data(), pre_norm_[k], net.rows(), net.d());
     if (ffn)
-      net.ffn_forward(p, u_.data(), y_.data());
+      net.ffn_forward(p, u.data(), y_.data());
     else
-      net.attention_forward(p, u_.data(), y_.data());
-    return {u_.data(), y_.data()};
+      net.attention_forward(p, u.data(), y_.data());
+    return {u.data(), y_.data()};
   }
 
   // The raw output joins the partial sum; at the end of a group the partial becomes a block sum.
@@ -142,18 +145,47 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     // y_k reaches later consumers through its group's sum and through partial sums.
     net.ops().copy(dy_.data(), dgroup_[g].data(), count);
     if (!dpartial_.empty()) add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
+    du_.resize(count);
     if (ffn)
-      net.ffn_backward(p, dy_.data(), u_.data());  // u_ as du
+      net.ffn_backward(p, dy_.data(), du_.data());
     else
-      net.attention_backward(p, dy_.data(), u_.data());
+      net.attention_backward(p, dy_.data(), du_.data());
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_backward(gain, u_.data(), dh_[k].data(), pre_norm_[k], net.rows(), net.d(),
+    net.rmsnorm_backward(gain, du_.data(), dh_[k].data(), pre_norm_[k], net.rows(), net.d(),
                          /*accumulate_dx=*/true);
     if (ffn) consumer_backward(net, k);  // the FFN's input mix, computed in sublayer_forward
   }
 
   void end_backward(Backbone<T>& net, T* dx0) override {
     net.ops().copy(dx0, demb_.data(), net.rows() * net.d());
+  }
+
+  // train.recompute = blocks. Block p reads its input mix z_p (consumer 2p, computed before the
+  // block and kept with its weights for depth_state_backward) and the sources: the embedding and
+  // group sums (kept) and the running partial sum, saved here. Its re-run writes the same group
+  // sums and partial sums again.
+  void save_block_input(Backbone<T>&, int p) override {
+    Saved& s = saved_[p];
+    s.partial_members = partial_members_;
+    if (partial_members_ > 0) s.partial = partial_;
+  }
+  void restore_block_input(Backbone<T>& net, int p) override {
+    const Saved& s = saved_[p];
+    partial_members_ = s.partial_members;
+    if (partial_members_ > 0)
+      partial_ = s.partial;
+    else
+      partial_.assign_zeros(net.rows() * net.d());
+  }
+  // Frees the sublayers' core inputs and norm statistics and the FFN's input mix (consumer
+  // 2p + 1), which the re-run computes again.
+  void release_block(Backbone<T>&, int p) override {
+    for (int k : {2 * p, 2 * p + 1}) {
+      u_[k] = {};
+      pre_norm_[k].release();
+    }
+    Mix& ffn_mix = mixes_[2 * p + 1];
+    for (Buffer<T>* b : {&ffn_mix.partial, &ffn_mix.h, &ffn_mix.weights, &ffn_mix.rstd}) *b = {};
   }
 
   // [sources × consumers] as ResidualDesign documents: the depth-softmax weight each consumer
@@ -262,7 +294,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const std::string& qname = net.layout().spec(query_id).name;
     m.key_norm = net.layout().id(qname.substr(0, qname.size() - 5) + "key_norm");
     m.refs = {{Ref::kEmbedding, -1}};
-    for (int g = 0; g < int(group_sum_.size()); ++g)
+    // The groups closed before consumer c (a re-run under train.recompute sees later ones too).
+    for (int g = 0; g < int(group_sum_.size()) && (g + 1) * S_ <= c; ++g)
       if (!group_sum_[g].empty()) m.refs.push_back({Ref::kGroup, g});
     if (partial_members_ > 0) {
       m.refs.push_back({Ref::kPartial, c / S_});
@@ -316,7 +349,15 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   std::vector<Mix> mixes_;  // consumers 0..2L−1 (sublayer inputs), 2L = readout
   std::vector<bool> ran_;
   std::vector<Buffer<T>> group_sum_;  // by position group; empty if none completed
-  Buffer<T> emb_, partial_, u_, y_, dy_, demb_;
+  // What block p's re-run starts from under train.recompute = blocks: the running partial sum.
+  struct Saved {
+    int partial_members = 0;
+    Buffer<T> partial;
+  };
+
+  Buffer<T> emb_, partial_, y_, dy_, du_, demb_;
+  std::vector<Buffer<T>> u_;  // by sublayer: the core's input, kept for its backward
+  std::vector<Saved> saved_;  // by position
   int partial_members_ = 0;
   std::vector<NormCache<T>> pre_norm_;
   NormCache<T> final_norm_;

@@ -51,7 +51,10 @@ DesignInfo attnres_block_design() {
                     "explicit S (sublayers per block); empty = derived from attnres_blocks",
                     V::integer_at_least(1, {"", "null"})}},
        // The mixed inputs, the sources and their gradients.
-       .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; }});
+       .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; },
+       // Under train.recompute = blocks: the block's input mix, the partial sums it reads (a
+       // mix's snapshot and the saved one) and the gradients of the mixes.
+       .recompute_values_per_token_block = [](const ModelConfig& c) { return 5.0 * c.d_model; }});
 }
 
 }  // namespace db

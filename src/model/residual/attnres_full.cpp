@@ -19,7 +19,10 @@ DesignInfo attnres_full_design() {
        .title = "Full AttnRes",
        .summary = "Full Attention Residuals: per-token softmax over all earlier outputs",
        // The mixed inputs, the sources and their gradients.
-       .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; }});
+       .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; },
+       // Under train.recompute = blocks: the block's input mix, its two outputs as sources, and
+       // the gradients of the mixes and sources.
+       .recompute_values_per_token_block = [](const ModelConfig& c) { return 7.0 * c.d_model; }});
 }
 
 }  // namespace db

@@ -63,6 +63,10 @@ struct DesignDescription {
   // streams, sources, depth pools and their gradients), for the memory estimate of `plan` and
   // of a run's start. Null: none.
   double (*state_values_per_token_block)(const ModelConfig& config) = nullptr;
+  // Values a block keeps per token under train.recompute = blocks, when its activations are
+  // freed: its input state and what the design keeps whatever the recompute (AttnRes's sources
+  // and their gradients, MoDA's depth pools). Null: d, the single stream's input.
+  double (*recompute_values_per_token_block)(const ModelConfig& config) = nullptr;
 };
 
 struct DesignInfo : DesignDescription {
@@ -75,6 +79,10 @@ struct DesignInfo : DesignDescription {
 
   double state_values_per_token(const ModelConfig& config) const {
     return state_values_per_token_block ? state_values_per_token_block(config) : 0.0;
+  }
+  double recompute_values_per_token(const ModelConfig& config) const {
+    return recompute_values_per_token_block ? recompute_values_per_token_block(config)
+                                            : double(config.d_model);
   }
 };
 

@@ -155,9 +155,11 @@ class HyperConnections : public ResidualDesign<T>,
     c.tb.resize(R);
     c.alpha.resize(R * n1);
     c.beta.resize(R);
+    c.x_in.resize(rows * d);
     c.u.resize(rows * d);
     c.y.resize(rows * d);
-    net.rmsnorm_forward(id.norm, state_.data(), c.hn.data(), c.stream_norm, R, d);
+    const T* H = this->take_input(k);
+    net.rmsnorm_forward(id.norm, H, c.hn.data(), c.stream_norm, R, d);
     ops.gemm(false, false, int(R), n1, d, T(1), c.hn.data(), d, net.value(id.w_alpha), n1, T(0),
              c.ta.data(), n1);
     ops.gemm(false, false, int(R), 1, d, T(1), c.hn.data(), d, net.value(id.w_beta), 1, T(0),
@@ -169,9 +171,9 @@ class HyperConnections : public ResidualDesign<T>,
     for_each_index(ops.space(), R,
                    HcCoefficient<T>{c.beta.data(), c.tb.data(), net.value(id.static_beta),
                                     net.value(id.s_beta), n});
-    // x_in = Σ_s α[s,0]·H[s] (into y as scratch), then the sublayer's own pre-norm.
-    combine_streams(ops.space(), c.y.data(), state_.data(), c.alpha.data(), n1, rows, n, d);
-    net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
+    // x_in = Σ_s α[s,0]·H[s], then the sublayer's own pre-norm.
+    combine_streams(ops.space(), c.x_in.data(), H, c.alpha.data(), n1, rows, n, d);
+    net.rmsnorm_forward(id.gain, c.x_in.data(), c.u.data(), c.pre_norm, rows, d);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
     else
@@ -179,11 +181,17 @@ class HyperConnections : public ResidualDesign<T>,
     return {c.u.data(), c.y.data()};
   }
 
-  // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y; H itself is kept in stream_norm.x.
+  // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y into state_; H stays in the sublayer's input.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
-    const Sublayer& c = subs_[2 * p + ffn];
-    mix_streams(net.ops().space(), state_.data(), c.stream_norm.x.data(), c.y.data(), c.beta.data(),
+    const int k = 2 * p + ffn;
+    const Sublayer& c = subs_[k];
+    mix_streams(net.ops().space(), state_.data(), this->input(k), c.y.data(), c.beta.data(),
                 c.alpha.data(), alpha_map(), net.rows(), n_, net.d());
+  }
+
+  void release_block(Backbone<T>& net, int p) override {
+    MultiStream<T>::release_block(net, p);
+    for (int k : {2 * p, 2 * p + 1}) subs_[k] = {};
   }
 
   // dstate_ holds ∂/∂H' on entry and ∂/∂H on exit.
@@ -193,20 +201,21 @@ class HyperConnections : public ResidualDesign<T>,
     Ops<T>& ops = net.ops();
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
-    const T* H = c.stream_norm.x.data();
+    const T* H = this->input(k);
     dalpha_.resize(R * n1);
     dbeta_.resize(R);
     dy_.resize(rows * d);
+    du_.resize(rows * d);
     dx_.resize(rows * d);
     dH_.resize(R * d);
     mix_streams_backward(ops.space(), dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(),
                          dstate_.data(), H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(),
                          rows, n, d);
     if (ffn)
-      net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
+      net.ffn_backward(p, dy_.data(), du_.data());
     else
-      net.attention_backward(p, dy_.data(), c.u.data());
-    net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
+      net.attention_backward(p, dy_.data(), du_.data());
+    net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
     combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(),
                              n1, rows, n, d);
     // α = static + s_α·tanh(z_α): static, scale and pre-activation gradients.
@@ -238,8 +247,8 @@ class HyperConnections : public ResidualDesign<T>,
 
  private:
   struct Sublayer {
-    NormCache<T> stream_norm, pre_norm;  // stream_norm.x keeps the input state H
-    Buffer<T> hn, ta, tb, alpha, beta, u, y;
+    NormCache<T> stream_norm, pre_norm;  // their x: the input state H, x_in
+    Buffer<T> hn, ta, tb, alpha, beta, x_in, u, y;
   };
 
   struct Ids {
@@ -284,7 +293,7 @@ class HyperConnections : public ResidualDesign<T>,
   using MultiStream<T>::rows_;
 
   std::vector<Sublayer> subs_;
-  Buffer<T> dalpha_, dbeta_, dy_, dx_, dH_, dza_, dzb_;
+  Buffer<T> dalpha_, dbeta_, dy_, du_, dx_, dH_, dza_, dzb_;
 };
 
 }  // namespace
@@ -303,9 +312,11 @@ DesignInfo hc_design() {
        // The static routing [a_k | A_k] and b_k (spec: no weight decay).
        .no_decay = {"static_alpha", "static_beta"},
        // The n-stream state and its normalised copy, for both sublayers of a block.
-       .state_values_per_token_block = [](const ModelConfig& c) {
-         return 4.0 * hc_streams(c) * c.d_model;
-       }});
+       .state_values_per_token_block =
+           [](const ModelConfig& c) { return 4.0 * hc_streams(c) * c.d_model; },
+       // Under train.recompute = blocks: the n streams a block reads.
+       .recompute_values_per_token_block =
+           [](const ModelConfig& c) { return double(hc_streams(c)) * c.d_model; }});
 }
 
 }  // namespace db

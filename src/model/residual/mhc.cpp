@@ -163,19 +163,20 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     c.post.resize(rows * n);
     c.res_logits.resize(rows * nn);
     c.res.resize(rows * nn);
+    c.x_in.resize(rows * d);
     c.u.resize(rows * d);
     c.y.resize(rows * d);
-    net.rmsnorm_forward(id.norm, state_.data(), c.v.data(), c.vec_norm, rows, nd);
+    const T* X = this->take_input(k);
+    net.rmsnorm_forward(id.norm, X, c.v.data(), c.vec_norm, rows, nd);
     ops.gemm(false, false, int(rows), m, nd, T(1), c.v.data(), nd, net.value(id.phi), m, T(0),
              c.z.data(), m);
     for_each_index(ops.space(), rows,
                    MhcCoefficients<T>{c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
                                       net.value(id.gates), net.value(id.bias), n});
     sinkhorn_forward(ops.space(), c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
-    // x_in = Σ_s H_pre[s]·X[s] (into y as scratch), then the sublayer's own pre-norm.
-    const T* X = c.vec_norm.x.data();
-    combine_streams(ops.space(), c.y.data(), X, c.pre.data(), 1, rows, n, d);
-    net.rmsnorm_forward(id.gain, c.y.data(), c.u.data(), c.pre_norm, rows, d);
+    // x_in = Σ_s H_pre[s]·X[s], then the sublayer's own pre-norm.
+    combine_streams(ops.space(), c.x_in.data(), X, c.pre.data(), 1, rows, n, d);
+    net.rmsnorm_forward(id.gain, c.x_in.data(), c.u.data(), c.pre_norm, rows, d);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
     else
@@ -183,11 +184,17 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     return {c.u.data(), c.y.data()};
   }
 
-  // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y; X itself is kept in vec_norm.x.
+  // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y into state_; X stays in the sublayer's input.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
-    const Sublayer& c = subs_[2 * p + ffn];
-    mix_streams(net.ops().space(), state_.data(), c.vec_norm.x.data(), c.y.data(), c.post.data(),
+    const int k = 2 * p + ffn;
+    const Sublayer& c = subs_[k];
+    mix_streams(net.ops().space(), state_.data(), this->input(k), c.y.data(), c.post.data(),
                 c.res.data(), res_map(), net.rows(), n_, net.d());
+  }
+
+  void release_block(Backbone<T>& net, int p) override {
+    MultiStream<T>::release_block(net, p);
+    for (int k : {2 * p, 2 * p + 1}) subs_[k] = {};
   }
 
   // dstate_ holds ∂/∂X' on entry and ∂/∂X on exit.
@@ -197,21 +204,22 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     Ops<T>& ops = net.ops();
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
-    const T* X = c.vec_norm.x.data();
+    const T* X = this->input(k);
     dpre_.resize(rows * n);
     dpost_.resize(rows * n);
     dres_.resize(rows * nn);
     dy_.resize(rows * d);
+    du_.resize(rows * d);
     dx_.resize(rows * d);
     dX_.resize(rows * nd);
     mix_streams_backward(ops.space(), dy_.data(), dpost_.data(), dres_.data(), dX_.data(),
                          dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
                          rows, n, d);
     if (ffn)
-      net.ffn_backward(p, dy_.data(), c.u.data());  // u reused as du
+      net.ffn_backward(p, dy_.data(), du_.data());
     else
-      net.attention_backward(p, dy_.data(), c.u.data());
-    net.rmsnorm_backward(id.gain, c.u.data(), dx_.data(), c.pre_norm, rows, d);
+      net.attention_backward(p, dy_.data(), du_.data());
+    net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
     combine_streams_backward(ops.space(), dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1,
                              rows, n, d);
     // Coefficient logits → gates, biases and z.
@@ -237,8 +245,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
 
  private:
   struct Sublayer {
-    NormCache<T> vec_norm, pre_norm;  // vec_norm.x keeps the input state X
-    Buffer<T> v, z, pre, post, res_logits, res, u, y;
+    NormCache<T> vec_norm, pre_norm;  // their x: the input state X, x_in
+    Buffer<T> v, z, pre, post, res_logits, res, x_in, u, y;
   };
 
   struct Ids {
@@ -284,7 +292,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
 
   MhcOptions opt_;
   std::vector<Sublayer> subs_;
-  Buffer<T> dpre_, dpost_, dres_, dy_, dx_, dX_, dres_logits_, dz_;
+  Buffer<T> dpre_, dpost_, dres_, dy_, du_, dx_, dX_, dres_logits_, dz_;
 };
 
 }  // namespace
@@ -307,9 +315,11 @@ DesignInfo mhc_design() {
        // Spec: no weight decay on the biases and gates.
        .no_decay = {"bias", "gates"},
        // The n-stream state and its normalised copy, for both sublayers of a block.
-       .state_values_per_token_block = [](const ModelConfig& c) {
-         return 4.0 * mhc_options(c).n * c.d_model;
-       }});
+       .state_values_per_token_block =
+           [](const ModelConfig& c) { return 4.0 * mhc_options(c).n * c.d_model; },
+       // Under train.recompute = blocks: the n streams a block reads.
+       .recompute_values_per_token_block =
+           [](const ModelConfig& c) { return double(mhc_options(c).n) * c.d_model; }});
 }
 
 }  // namespace db

@@ -49,7 +49,7 @@ class ModaCore : public SublayerCore<T> {
     if (ffn) {
       net.ffn_forward(p, u, y);
       if (!writes) return;
-      ffn_input_[p].assign(u, N * net.d());
+      ffn_input_[p] = u;  // kept by the stack (sublayer.hpp) until the backward
       tmp_k_.resize(N * kvw);
       tmp_v_.resize(N * kvw);
       net.ops().linear_forward(tmp_k_.data(), u, net.value(ffn_projection(net, p, "moda_wk_ffn")),
@@ -85,7 +85,7 @@ class ModaCore : public SublayerCore<T> {
       if (rope_depth_keys_) net.rope(tmp_k_.data(), net.config().kv_heads(), true);
       const int wk = ffn_projection(net, p, "moda_wk_ffn");
       const int wv = ffn_projection(net, p, "moda_wv_ffn");
-      const T* x = ffn_input_[p].data();
+      const T* x = ffn_input_[p];
       net.ops().linear_backward(du, net.grad(wk), tmp_k_.data(), x, net.value(wk), N, net.d(), kvw,
                                 true);
       net.ops().linear_backward(du, net.grad(wv), tmp_v_.data(), x, net.value(wv), N, net.d(), kvw,
@@ -151,7 +151,7 @@ class ModaCore : public SublayerCore<T> {
   int n_layer_, slots_;
   bool rope_depth_keys_;
   Buffer<T> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
-  std::vector<Buffer<T>> ffn_input_;                     // u_p, for the projections' grads
+  std::vector<const T*> ffn_input_;                      // u_p, for the projections' grads
   Buffer<T> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
 };
 
@@ -214,9 +214,11 @@ DesignInfo moda_design() {
                    {"moda_post_norm", "false", "post-norm variant h = N(x + MoDAAttn(x))",
                     OptionValues::boolean()}},
        // The depth keys and values of every block and their gradients.
-       .state_values_per_token_block = [](const ModelConfig& c) {
-         return 4.0 * c.kv_heads() * c.head_dim();
-       }});
+       .state_values_per_token_block =
+           [](const ModelConfig& c) { return 4.0 * c.kv_heads() * c.head_dim(); },
+       // Under train.recompute = blocks: the stream a block reads and its depth entries.
+       .recompute_values_per_token_block =
+           [](const ModelConfig& c) { return c.d_model + 4.0 * c.kv_heads() * c.head_dim(); }});
 }
 
 }  // namespace db

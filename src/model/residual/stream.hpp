@@ -30,18 +30,30 @@ void scale_into(Ops<T>& ops, T* x, double s, int64_t count) {
   if (s != 1.0) ops.axpby(x, T(s), x, T(0), count);
 }
 
-// The state of a single-stream design for the layer loop (layer_loop.hpp): x_ from the
-// embedding, every depth state is x_, the readout is the final RMSNorm, dx_ its gradient. A
-// design adds its sublayers, which read and update x_ (forward) and dx_ (backward).
+// Frees a buffer of a block's activations unless it holds `keep`, the block's output (the state
+// the next block reads), under train.recompute = blocks.
+template <class T>
+void release_unless(Buffer<T>& buffer, const T* keep) {
+  if (buffer.data() != keep) buffer = {};
+}
+
+// The state of a single-stream design for the layer loop (layer_loop.hpp): the stream x from the
+// embedding, every depth state is x, the readout is the final RMSNorm, dx_ its gradient. A
+// design adds its sublayers, which read x_ and write the new stream into a buffer of their own
+// (forward), and update dx_ (backward). No sublayer overwrites the stream it read, so the norm
+// and core caches point at it instead of copying it (Backbone's NormCache), and the input of a
+// block is kept for train.recompute = blocks without a copy.
 template <class T>
 class SingleStream : public LayerMixing<T> {
  public:
   void begin_forward(Backbone<T>& net, const T* x0) override {
-    x_.assign(x0, net.rows() * net.d());
+    x0_.assign(x0, net.rows() * net.d());
+    x_ = x0_.data();
+    block_input_.assign(net.n_layer(), nullptr);
   }
-  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override { return {x_.data(), net.d()}; }
+  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override { return {x_, net.d()}; }
   void readout_forward(Backbone<T>& net, T* features) override {
-    net.rmsnorm_forward(net.layout().id("final_norm"), x_.data(), features, final_norm_, net.rows(),
+    net.rmsnorm_forward(net.layout().id("final_norm"), x_, features, final_norm_, net.rows(),
                         net.d());
   }
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
@@ -52,12 +64,20 @@ class SingleStream : public LayerMixing<T> {
   void end_backward(Backbone<T>& net, T* dx0) override {
     net.ops().copy(dx0, dx_.data(), net.rows() * net.d());
   }
+  // The block's input is the output buffer of an earlier sublayer (or x0_), kept by its owner.
+  void save_block_input(Backbone<T>&, int p) override { block_input_[p] = x_; }
+  void restore_block_input(Backbone<T>&, int p) override { x_ = block_input_[p]; }
 
  protected:
-  Buffer<T> x_, dx_;  // the stream [rows, d]; ∂loss/∂x of the sublayer being differentiated
+  // The stream [rows, d] the next sublayer reads: x0_ or an earlier sublayer's output buffer,
+  // unchanged until the backward. dx_: ∂loss/∂x of the sublayer being differentiated.
+  const T* x_ = nullptr;
+  Buffer<T> dx_;
 
  private:
+  Buffer<T> x0_;
   NormCache<T> final_norm_;
+  std::vector<const T*> block_input_;  // by position, under train.recompute = blocks
 };
 
 template <class T>
@@ -65,30 +85,35 @@ class PreNormStream : public SingleStream<T> {
  public:
   // block_scale[b] multiplies the norm outputs of parameter block b (empty: all 1).
   explicit PreNormStream(const ModelConfig& c, std::vector<double> block_scale = {})
-      : attn_norm_(c.n_layer), ffn_norm_(c.n_layer), block_scale_(std::move(block_scale)) {}
+      : subs_(2 * c.n_layer), block_scale_(std::move(block_scale)) {}
 
   SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t count = net.rows() * net.d();
-    u_.resize(count);
-    y_.resize(count);
+    Sublayer& c = subs_[2 * p + ffn];
+    c.u.resize(count);
+    c.y.resize(count);
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_forward(gain, x_.data(), u_.data(), (ffn ? ffn_norm_ : attn_norm_)[p], net.rows(),
-                        net.d());
-    scale_into(net.ops(), u_.data(), scale(net, p), count);
+    net.rmsnorm_forward(gain, x_, c.u.data(), c.norm, net.rows(), net.d());
+    scale_into(net.ops(), c.u.data(), scale(net, p), count);
     if (ffn)
-      net.ffn_forward(p, u_.data(), y_.data());
+      net.ffn_forward(p, c.u.data(), c.y.data());
     else
-      net.attention_forward(p, u_.data(), y_.data());
-    return {u_.data(), y_.data()};
+      net.attention_forward(p, c.u.data(), c.y.data());
+    return {c.u.data(), c.y.data()};
   }
 
-  void sublayer_merge(Backbone<T>& net, int, bool) override {
-    add_into(net.ops(), x_.data(), y_.data(), net.rows() * net.d());
+  // x' = y + x in y's buffer (the core's backward does not read its output): the same sum as
+  // x + y, and x stays as the norm's cache saw it.
+  void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    Sublayer& c = subs_[2 * p + ffn];
+    add_into(net.ops(), c.y.data(), x_, net.rows() * net.d());
+    x_ = c.y.data();
   }
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t count = net.rows() * net.d();
+    Sublayer& c = subs_[2 * p + ffn];
     du_.resize(count);
     if (ffn)
       net.ffn_backward(p, dx_.data(), du_.data());
@@ -96,8 +121,16 @@ class PreNormStream : public SingleStream<T> {
       net.attention_backward(p, dx_.data(), du_.data());
     scale_into(net.ops(), du_.data(), scale(net, p), count);
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_backward(gain, du_.data(), dx_.data(), (ffn ? ffn_norm_ : attn_norm_)[p],
-                         net.rows(), net.d(), /*accumulate_dx=*/true);
+    net.rmsnorm_backward(gain, du_.data(), dx_.data(), c.norm, net.rows(), net.d(),
+                         /*accumulate_dx=*/true);
+  }
+
+  void release_block(Backbone<T>&, int p) override {
+    for (Sublayer* c : {&subs_[2 * p], &subs_[2 * p + 1]}) {
+      c->norm.release();
+      c->u = {};
+      release_unless(c->y, x_);
+    }
   }
 
  private:
@@ -108,9 +141,13 @@ class PreNormStream : public SingleStream<T> {
     return block_scale_.empty() ? 1.0 : block_scale_[net.param_block(p)];
   }
 
-  std::vector<NormCache<T>> attn_norm_, ffn_norm_;
+  struct Sublayer {
+    NormCache<T> norm;  // its x is the stream the sublayer read
+    Buffer<T> u, y;     // the core's input; its output, then the stream after the sublayer
+  };
+  std::vector<Sublayer> subs_;
   std::vector<double> block_scale_;  // by parameter block
-  Buffer<T> u_, y_, du_;
+  Buffer<T> du_;
 };
 
 }  // namespace db

@@ -18,9 +18,10 @@ namespace db {
 // N_final(Σ_s H[s]); mHC: N_final(mean_s X[s]).
 enum class StreamReadout { norm_then_sum, sum_then_norm, mean_then_norm };
 
+// `reduced` keeps the reduced streams the norm reads (the cache points at it and at `state`).
 template <class T>
 void stream_readout_forward(Backbone<T>& net, StreamReadout mode, const T* state, int64_t rows,
-                            int n, T* features, NormCache<T>& cache) {
+                            int n, T* features, NormCache<T>& cache, Buffer<T>& reduced) {
   const int d = net.d(), gain = net.layout().id("final_norm");
   if (mode == StreamReadout::norm_then_sum) {
     Buffer<T> normed(size_t(rows) * n * d);
@@ -28,7 +29,7 @@ void stream_readout_forward(Backbone<T>& net, StreamReadout mode, const T* state
     sum_streams(net.ops().space(), features, normed.data(), T(1), rows, n, d);
     return;
   }
-  Buffer<T> reduced(size_t(rows) * d);
+  reduced.resize(size_t(rows) * d);
   sum_streams(net.ops().space(), reduced.data(), state,
               T(mode == StreamReadout::mean_then_norm ? 1.0 / n : 1.0), rows, n, d);
   net.rmsnorm_forward(gain, reduced.data(), features, cache, rows, d);
@@ -54,12 +55,13 @@ void stream_readout_backward(Backbone<T>& net, StreamReadout mode, const T* dfea
 
 // The n-stream state for the layer loop (layer_loop.hpp): H_0 = n copies of the embedding,
 // depth states of width n·d, the readout `mode`, dx0 = Σ_s dH[s]. A design adds its sublayers,
-// which read and update state_ (forward) and dstate_ (backward) and mark ran_.
+// which take the state they read with take_input (kept, not copied, until the backward), write
+// the new one into state_ and mark ran_ (forward), and update dstate_ (backward).
 template <class T>
 class MultiStream : public LayerMixing<T> {
  public:
   MultiStream(const ModelConfig& c, int n, StreamReadout mode)
-      : n_(n), mode_(mode), sublayers_(2 * c.n_layer) {}
+      : n_(n), inputs_(2 * c.n_layer), mode_(mode), sublayers_(2 * c.n_layer) {}
 
   void begin_forward(Backbone<T>& net, const T* x0) override {
     rows_ = net.rows();
@@ -71,7 +73,7 @@ class MultiStream : public LayerMixing<T> {
     return {state_.data(), n_ * net.d()};
   }
   void readout_forward(Backbone<T>& net, T* features) override {
-    stream_readout_forward(net, mode_, state_.data(), rows_, n_, features, final_norm_);
+    stream_readout_forward(net, mode_, state_.data(), rows_, n_, features, final_norm_, reduced_);
   }
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
     dstate_.resize(net.rows() * n_ * net.d());
@@ -80,24 +82,41 @@ class MultiStream : public LayerMixing<T> {
   void end_backward(Backbone<T>& net, T* dx0) override {
     sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), net.rows(), n_, net.d());
   }
+  // train.recompute = blocks: block p's input is kept by its first sublayer (take_input); the
+  // restore swaps it back into state_, from where that sublayer's re-run takes it again.
+  void save_block_input(Backbone<T>&, int) override {}
+  void restore_block_input(Backbone<T>&, int p) override { state_.swap(inputs_[2 * p]); }
+  void release_block(Backbone<T>&, int p) override { inputs_[2 * p + 1] = {}; }
 
   // LogitLens: a depth state [rows, n·d] read out as the forward's readout does.
   void read_out(Backbone<T>& net, const T* state, int64_t rows, int width, T* features) const {
     DB_REQUIRE(width == n_ * net.d(), "a multi-stream depth state must hold n·d values per token");
     NormCache<T> cache;
-    stream_readout_forward(net, mode_, state, rows, n_, features, cache);
+    Buffer<T> reduced;
+    stream_readout_forward(net, mode_, state, rows, n_, features, cache, reduced);
   }
 
  protected:
+  // Sublayer k's input state H [rows, n, d], moved out of state_ (no copy); state_ is then a
+  // buffer of the same size for the sublayer's output.
+  const T* take_input(int k) {
+    inputs_[k].swap(state_);
+    state_.resize(inputs_[k].size());
+    return inputs_[k].data();
+  }
+  const T* input(int k) const { return inputs_[k].data(); }
+
   const int n_;
   Buffer<T> state_, dstate_;  // [rows, n, d]; ∂loss/∂state of the sublayer being differentiated
   std::vector<bool> ran_;     // the sublayers the last forward ran (not skipped)
   int64_t rows_ = 0;          // of the last forward
 
  private:
+  std::vector<Buffer<T>> inputs_;  // by sublayer: the state it read
   StreamReadout mode_;
   int sublayers_;
   NormCache<T> final_norm_;
+  Buffer<T> reduced_;
 };
 
 }  // namespace db

@@ -64,37 +64,60 @@ class SublayerStack : public SingleStream<T> {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
-    u_.resize(count);
-    y_.resize(count);
-    tmp_.resize(count);
-    const T* u = x_.data();
+    const T* u = x_;
     if (!f.in_norm.empty()) {
-      net.rmsnorm_forward(net.block_param(p, f.in_norm), x_.data(), u_.data(), c.in, rows, net.d());
-      scale_into(net.ops(), u_.data(), f.in_scale, count);
-      u = u_.data();
+      c.u.resize(count);
+      net.rmsnorm_forward(net.block_param(p, f.in_norm), x_, c.u.data(), c.in, rows, net.d());
+      scale_into(net.ops(), c.u.data(), f.in_scale, count);
+      u = c.u.data();
     }
-    core_.forward(net, p, ffn, u, y_.data());
-    return {u, y_.data()};
+    Buffer<T>& y = output(f, c);
+    y.resize(count);
+    core_.forward(net, p, ffn, u, y.data());
+    return {u, y.data()};
   }
 
+  // Every step writes a buffer of this sublayer's own, so x and what the caches saw stay.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
-    const T* y = y_.data();
+    T* branch = output(f, c).data();
     if (!f.branch_norm.empty()) {
-      net.rmsnorm_forward(net.block_param(p, f.branch_norm), y_.data(), tmp_.data(), c.branch, rows,
-                          net.d());
-      y = tmp_.data();
+      c.branch_y.resize(count);
+      net.rmsnorm_forward(net.block_param(p, f.branch_norm), c.y.data(), c.branch_y.data(),
+                          c.branch, rows, net.d());
+      branch = c.branch_y.data();
     }
-    net.ops().axpby(x_.data(), T(1), y, T(f.alpha), count);  // x = α·x + y
+    // sum = α·x + branch. The backward reads neither the branch (y without a branch norm: the
+    // core's backward does not read its output) nor the norm's output, so with α = 1 the sum
+    // goes into the branch's buffer (branch + x: the same bits as x + branch). With α ≠ 1 into
+    // a copy of x, through the very axpby of an in-place x = α·x + branch (the same rounding).
+    T* sum = branch;
+    if (f.alpha == 1.0) {
+      add_into(net.ops(), branch, x_, count);
+    } else {
+      c.sum.resize(count);
+      net.ops().copy(c.sum.data(), x_, count);
+      net.ops().axpby(c.sum.data(), T(1), branch, T(f.alpha), count);
+      sum = c.sum.data();
+    }
+    x_ = sum;
     if (!f.out_norm.empty()) {
       const int gain = net.block_param(p, f.out_norm);
+      c.out_y.resize(count);
       if (f.out_layernorm)
-        net.layernorm_forward(gain, x_.data(), tmp_.data(), c.out, rows, net.d());
+        net.layernorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
       else
-        net.rmsnorm_forward(gain, x_.data(), tmp_.data(), c.out, rows, net.d());
-      x_.swap(tmp_);
+        net.rmsnorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
+      x_ = c.out_y.data();
+    }
+  }
+
+  void release_block(Backbone<T>&, int p) override {
+    for (Cache* c : {&caches_[2 * p], &caches_[2 * p + 1]}) {
+      for (NormCache<T>* norm : {&c->in, &c->branch, &c->out}) norm->release();
+      for (Buffer<T>* b : {&c->u, &c->y, &c->branch_y, &c->sum, &c->out_y}) release_unless(*b, x_);
     }
   }
 
@@ -136,15 +159,25 @@ class SublayerStack : public SingleStream<T> {
   using SingleStream<T>::x_;
   using SingleStream<T>::dx_;
 
+  // What sublayer k keeps: its norms' statistics and the tensors it wrote (each absent part of
+  // its form stays empty): N_in's output u, the core's output y, N_branch(y), the sum α·x + ...
+  // when α ≠ 1, N_out's output. The last one written is the stream after the sublayer.
   struct Cache {
     NormCache<T> in, branch, out;
+    Buffer<T> u, y, branch_y, sum, out_y;
   };
+
+  // The core's output: the sublayer's own y, except when the merge neither reads it later (no
+  // branch norm) nor adds into it (α ≠ 1): then the shared y_, dead after the merge (DeepNorm).
+  Buffer<T>& output(const SublayerForm& f, Cache& c) {
+    return f.branch_norm.empty() && f.alpha != 1.0 ? y_ : c.y;
+  }
 
   FormOf form_;
   SublayerCore<T> plain_core_;
   SublayerCore<T>& core_;
   std::vector<Cache> caches_;
-  Buffer<T> u_, y_, tmp_, dz_, dy_, du_;
+  Buffer<T> y_, dz_, dy_, du_;
 };
 
 }  // namespace db
