@@ -26,4 +26,11 @@ const char* attention_path_name(AttentionPath path) {
   return "?";
 }
 
+CudaGraphs parse_cuda_graphs(const std::string& name) {
+  if (name == "auto") return CudaGraphs::automatic;
+  if (name == "on") return CudaGraphs::on;
+  if (name == "off") return CudaGraphs::off;
+  throw Error("unknown train.cuda_graphs value '" + name + "' (valid: auto, on, off)");
+}
+
 }  // namespace db

@@ -27,6 +27,7 @@ struct RunConfig {
   std::string backend = "cpu";
   std::string precision = "bf16";   // CUDA arithmetic: bf16 | fp32 (core/precision.hpp)
   std::string attention = "auto";   // CUDA attention path (ops/ops_options.hpp)
+  std::string cuda_graphs = "auto";  // CUDA graph replay of micro-batches (ops/ops_options.hpp)
   int threads = 0;                  // CPU threads; 0 = all cores of this rank's share
   int64_t log_interval = 10;        // steps between progress lines and curve rows
   int64_t val_interval = 50;        // steps between validation evaluations (and at the end)
@@ -42,7 +43,7 @@ struct RunConfig {
   // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
   std::string derived_name() const;
   std::string run_name() const { return name.empty() ? derived_name() : name; }
-  // precision and attention as the backend takes them (db::Error on a bad value).
+  // precision, attention and cuda_graphs as the backend takes them (db::Error on a bad value).
   OpsOptions ops_options() const;
   // The resolved config as INI text (every key, defaults included).
   std::string to_ini() const;

@@ -92,9 +92,10 @@ class CpuOps final : public Ops<T> {
                           int d) override {
     cpu::embedding_backward(dtable, tokens, dx, rows, d);
   }
-  double cross_entropy(const T* h, const T* W, const int32_t* targets, const HeadShape& s, T* dh,
-                       T* dW, double grad_scale) override {
-    return cpu::lm_head_cross_entropy(h, W, targets, s, dh, dW, grad_scale);
+  void cross_entropy(double* loss_sum, const T* h, const T* W, const int32_t* targets,
+                     const HeadShape& s, T* dh, T* dW, double grad_scale) override {
+    // The same additions in the same order as a host sum of the returned micro-batch sums.
+    *loss_sum += cpu::lm_head_cross_entropy(h, W, targets, s, dh, dW, grad_scale);
   }
   void cross_entropy_rows(double* losses, const T* h, const T* W, const int32_t* targets,
                           const HeadShape& s) override {

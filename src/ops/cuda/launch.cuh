@@ -1,6 +1,6 @@
 // The CUDA side of the generic launchers (ops/launch.hpp): kernel templates that run a design's
 // DB_HD functor, instantiated in the nvcc-compiled file that launches it. Kernels run on the
-// legacy default stream, as every kernel of the CUDA backend (cuda_ops.cpp).
+// backend's current stream, as every kernel of the CUDA backend (ops/cuda/op_stream.hpp).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "ops/cuda/op_stream.hpp"
 
 namespace db {
 template <class T>
@@ -39,7 +40,7 @@ __global__ void for_each_index_kernel(int64_t count, F f) {
 
 template <class F>
 void for_each_index(int64_t count, const F& f) {
-  for_each_index_kernel<<<blocks_for(count), kThreads>>>(count, f);
+  for_each_index_kernel<<<blocks_for(count), kThreads, 0, cuda::current_stream()>>>(count, f);
   check(cudaGetLastError(), "for_each_index launch");
 }
 
@@ -70,16 +71,18 @@ template <class T, class F>
 void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int width = targets.width();
   const int64_t chunks = chunk_count(rows);
+  const cudaStream_t stream = cuda::current_stream();
   double* partials = nullptr;
-  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), 0),
+  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1),
+                        stream),
         "cudaMallocAsync (row sums)");
-  chunk_sums_kernel<<<blocks_for(chunks), kThreads>>>(rows, width, partials, f);
+  chunk_sums_kernel<<<blocks_for(chunks), kThreads, 0, stream>>>(rows, width, partials, f);
   check(cudaGetLastError(), "for_each_row_sum launch");
   if (width > 0) {
-    add_partials_kernel<<<blocks_for(width), kThreads>>>(targets, partials, chunks);
+    add_partials_kernel<<<blocks_for(width), kThreads, 0, stream>>>(targets, partials, chunks);
     check(cudaGetLastError(), "for_each_row_sum partials launch");
   }
-  check(cudaFreeAsync(partials, 0), "cudaFreeAsync (row sums)");
+  check(cudaFreeAsync(partials, stream), "cudaFreeAsync (row sums)");
 }
 
 }  // namespace db::cuda_launch
