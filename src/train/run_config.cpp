@@ -214,7 +214,8 @@ std::vector<Key> keys_of(RunConfig& c) {
        },
        [&c] { return c.attention; }},
       {"train.cuda_graphs",
-       std::string("CUDA: replay each micro-batch shape's forward and backward from a CUDA graph: ") +
+       std::string(
+           "CUDA: replay each micro-batch shape's forward and backward from a CUDA graph: ") +
            cuda_graphs_choices() +
            " (auto: eager from the first failed capture on, with one line saying why); the CPU "
            "ignores it",

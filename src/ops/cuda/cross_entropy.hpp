@@ -5,9 +5,9 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/shapes.hpp"
 #include "ops/cuda/gemm.hpp"
 #include "ops/cuda/types.hpp"
+#include "ops/shapes.hpp"
 
 namespace db::cuda {
 
@@ -22,9 +22,9 @@ void lm_head_cross_entropy_add(GemmHandle& gemm_handle, double* loss_sum, const 
                                const int32_t* targets, const HeadShape& s, T* dh, float* dW,
                                double grad_scale, cudaStream_t stream = nullptr);
 
-// The same, returning the summed loss (double; synchronises the stream): the tests' form. With dh != null also computes
-// gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with target < 0 add
-// nothing.
+// The same, returning the summed loss (double; synchronises the stream): the tests' form. With dh
+// != null also computes gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with
+// target < 0 add nothing.
 template <class T>
 double lm_head_cross_entropy(GemmHandle& gemm_handle, const T* h, const T* W,
                              const int32_t* targets, const HeadShape& s, T* dh, float* dW,

@@ -69,10 +69,10 @@ std::string MicroBatchGraphs::capture(Entry& e, const std::function<void()>& bod
     if (graph) cudaGraphDestroy(graph);
     // The micro-batch resized a model buffer while captured: that buffer now holds memory of a
     // graph that will never run, and no eager fallback could use it.
-    throw Error("CUDA graph capture: the micro-batch changed the model's buffers, which the "
-                "eager run before it did not (" +
-                (error.empty() ? std::string("no error") : error) +
-                "); run with train.cuda_graphs = off");
+    throw Error(
+        "CUDA graph capture: the micro-batch changed the model's buffers, which the "
+        "eager run before it did not (" +
+        (error.empty() ? std::string("no error") : error) + "); run with train.cuda_graphs = off");
   }
   if (!error.empty()) {
     if (graph) cudaGraphDestroy(graph);

@@ -25,8 +25,8 @@ class CudaMemory final : public MemoryResource {
   }
   void release(void* data, size_t) noexcept override {
     if (!data) return;
-    note_buffer_release();
-    if (BufferWatch* w = BufferWatch::current()) w->on_release(data);
+    BufferWatch* w = BufferWatch::current();
+    if (!(w && w->on_release(data))) note_buffer_release();  // a graph may hold its address
     device_release(data, current_stream());
   }
   // Synchronous on the default stream, so a host source or destination is ready on return.

@@ -73,9 +73,9 @@ void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int64_t chunks = chunk_count(rows);
   const cudaStream_t stream = cuda::current_stream();
   double* partials = nullptr;
-  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1),
-                        stream),
-        "cudaMallocAsync (row sums)");
+  check(
+      cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), stream),
+      "cudaMallocAsync (row sums)");
   chunk_sums_kernel<<<blocks_for(chunks), kThreads, 0, stream>>>(rows, width, partials, f);
   check(cudaGetLastError(), "for_each_row_sum launch");
   if (width > 0) {

@@ -32,8 +32,9 @@ class StreamRedirect {
   StreamRedirect& operator=(const StreamRedirect&) = delete;
 };
 
-// Releases of model-buffer blocks (memory space cuda) so far, and a bump for owners of other
-// blocks a graph may read (the RoPE tables) when they replace them.
+// Releases of model-buffer blocks (memory space cuda) so far, except those of temporaries
+// allocated and released under one BufferWatch; and a bump for owners of other blocks a graph
+// may read (the RoPE tables) when they replace them.
 uint64_t buffer_release_count();
 void note_buffer_release();
 
@@ -49,8 +50,11 @@ class BufferWatch {
 
   // Called by the memory space.
   void on_allocate(void* p) { allocated_.insert(p); }
-  void on_release(void* p) {
-    if (allocated_.erase(p) == 0) ++released_older_;
+  // True when p was allocated under the watch (a temporary of the watched work).
+  bool on_release(void* p) {
+    if (allocated_.erase(p) == 1) return true;
+    ++released_older_;
+    return false;
   }
   static BufferWatch* current();
 
