@@ -25,18 +25,19 @@ struct RunConfig {
   uint64_t seed = 1234;
   std::string suite = "single";
   std::string backend = "cpu";
-  std::string precision = "bf16";    // CUDA arithmetic: bf16 | fp32 (core/precision.hpp)
-  std::string attention = "auto";    // CUDA attention path (ops/ops_options.hpp)
-  std::string cuda_graphs = "auto";  // CUDA graph replay of micro-batches (ops/ops_options.hpp)
-  int threads = 0;                   // CPU threads; 0 = all cores of this rank's share
-  int64_t log_interval = 10;         // steps between progress lines and curve rows
-  int64_t val_interval = 50;         // steps between validation evaluations (and at the end)
-  int64_t val_windows = 32;          // validation windows evaluated each time
-  double divergence_margin = 3.0;    // loss above ln(V) + margin (after warm-up) = diverged
-  int64_t checkpoint_interval = 0;   // steps between checkpoints (0 = only on signal / never)
-  int64_t stop_after_steps = 0;      // checkpoint and stop after this many steps (0 = never)
+  std::string precision = "bf16";   // CUDA arithmetic: bf16 | fp32 (core/precision.hpp)
+  std::string attention = "auto";   // CUDA attention path (ops/ops_options.hpp)
+  int threads = 0;                  // CPU threads; 0 = all cores of this rank's share
+  int64_t log_interval = 10;        // steps between progress lines and curve rows
+  int64_t val_interval = 50;        // steps between validation evaluations (and at the end)
+  int64_t val_windows = 32;         // validation windows evaluated each time
+  double divergence_margin = 3.0;   // loss above ln(V) + margin (after warm-up) = diverged
+  int64_t checkpoint_interval = 0;  // steps between checkpoints (0 = only on signal / never)
+  int64_t stop_after_steps = 0;     // checkpoint and stop after this many steps (0 = never)
   // NAME.init.weights before the first step; the sweep turns it on unless its recipe says no.
   bool save_initial_weights = false;
+  // CUDA graph replay of micro-batches: auto | on | off (ops/ops_options.hpp)
+  std::string cuda_graphs = "auto";
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 
