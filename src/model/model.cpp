@@ -68,7 +68,8 @@ void Model<T>::stage_tokens(const int32_t* tokens, int64_t batch, int seq_len) {
     DB_REQUIRE(tokens[n] >= 0 && tokens[n] < config_.vocab_size,
                "token id " + std::to_string(tokens[n]) + " outside the vocabulary");
   rows_ = rows;
-  tokens_.assign(tokens, rows, MemorySpace::host);
+  tokens_.resize(rows);
+  ops_->upload_tokens(tokens_.data(), tokens, rows);
   targets_.resize(rows);
   next_token_targets(ops_->space(), targets_.data(), tokens_.data(), rows, seq_len);
 }

@@ -96,6 +96,12 @@ class Ops {
   virtual void copy_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows,
                          int width) = 0;
 
+  // --- tokens ---------------------------------------------------------------------------------
+  // Copies count token ids from host memory into dst (backend memory), in order with the work
+  // enqueued before and after it and without waiting for that work: the host may overwrite
+  // `host` on return. (The CUDA backend copies through its own page-locked slots.)
+  virtual void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) = 0;
+
   // --- replay of a recorded micro-batch (train.cuda_graphs, doc/cuda.md) --------------------
   // Runs body, which enqueues work on this backend (one micro-batch's forward and backward). A
   // backend may record what body enqueues under `key` and later replay the record instead of

@@ -110,6 +110,9 @@ class CpuOps final : public Ops<T> {
   void copy(T* dst, const T* src, int64_t count) override {
     if (dst != src) std::copy_n(src, count, dst);
   }
+  void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) override {
+    std::copy_n(host, count, dst);
+  }
   void axpby(T* y, T a, const T* x, T b, int64_t count) override {
     if (b == T(0)) {
 #pragma omp parallel for schedule(static)

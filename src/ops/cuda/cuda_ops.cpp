@@ -15,6 +15,7 @@
 #include "ops/cuda/rmsnorm.hpp"
 #include "ops/cuda/rope.hpp"
 #include "ops/cuda/swiglu.hpp"
+#include "ops/cuda/token_upload.hpp"
 
 namespace db::cuda {
 namespace {
@@ -147,6 +148,11 @@ class CudaOps final : public Ops<float> {
                                  size_t(rows), cudaMemcpyDeviceToDevice, stream()));
   }
 
+  // --- tokens ---
+  void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) override {
+    tokens_.upload(dst, host, count, stream());
+  }
+
   // --- replay of recorded micro-batches ---
   void run_captured(const std::string& key, const std::function<void()>& body) override {
     graphs_.run(key, body);
@@ -160,6 +166,7 @@ class CudaOps final : public Ops<float> {
   RopeTable rope_;
   double rope_theta_ = 0;
   MicroBatchGraphs graphs_;  // train.cuda_graphs
+  TokenUpload tokens_;
 };
 
 }  // namespace
