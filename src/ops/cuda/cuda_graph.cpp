@@ -5,13 +5,19 @@
 
 #include "core/error.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/op_stream.hpp"
 
 namespace db::cuda {
 
 MicroBatchGraphs::~MicroBatchGraphs() {
+  bool synchronized = false;
   for (auto& [key, e] : entries_)
-    if (e.exec) cudaGraphExecDestroy(e.exec);
+    if (e.exec) {
+      if (!synchronized) cudaDeviceSynchronize();  // a replay may still run; never throws
+      synchronized = true;
+      cudaGraphExecDestroy(e.exec);
+    }
   if (capture_stream_) cudaStreamDestroy(capture_stream_);
 }
 
@@ -54,7 +60,12 @@ std::string MicroBatchGraphs::capture(Entry& e, const std::function<void()>& bod
     StreamRedirect redirect(capture_stream_);
     // Thread-local mode: a synchronising or synchronous call on this thread ends the capture
     // with an error; other threads (NCCL's) are not affected.
-    CUDA_CHECK(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
+    const cudaError_t began =
+        cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal);
+    if (began != cudaSuccess) {
+      cudaGetLastError();
+      return std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(began);
+    }
     try {
       body();
     } catch (const std::exception& x) {
@@ -87,6 +98,7 @@ std::string MicroBatchGraphs::capture(Entry& e, const std::function<void()>& bod
   }
   e.captured_at = buffer_release_count();
   ++captures_;
+  release_unused_pool_memory();  // the eager runs' scratch, now the graph's
   return "";
 }
 

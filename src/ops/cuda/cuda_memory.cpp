@@ -98,15 +98,27 @@ MemorySpace pinned_host_space() {
   return MemorySpace(&pinned_host_memory);
 }
 
+// The scratch of a replayed CUDA graph (cuda_graph.hpp) lives in the device's graph memory, not
+// in the pool: the mark adds both (an upper bound, the two peaks need not coincide).
 size_t peak_memory_bytes() {
-  uint64_t high = 0;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  uint64_t high = 0, graph_high = 0;
   CUDA_CHECK(cudaMemPoolGetAttribute(current_pool(), cudaMemPoolAttrUsedMemHigh, &high));
-  return size_t(high);
+  CUDA_CHECK(cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrUsedMemHigh, &graph_high));
+  return size_t(high + graph_high);
 }
 
 void reset_peak_memory() {
-  uint64_t zero = 0;  // the only value the attribute takes: resets the mark to the current use
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  uint64_t zero = 0;  // the only value the attributes take: resets the marks to the current use
   CUDA_CHECK(cudaMemPoolSetAttribute(current_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
+  CUDA_CHECK(cudaDeviceSetGraphMemAttribute(device, cudaGraphMemAttrUsedMemHigh, &zero));
+}
+
+void release_unused_pool_memory() {
+  trim_pool();
 }
 
 void configure_memory_pool(int device) {
