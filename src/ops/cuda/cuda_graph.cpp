@@ -39,12 +39,21 @@ void MicroBatchGraphs::run(const std::string& key, const std::function<void()>& 
     fail(key, reason);  // throws under `on`
     return body();      // nothing of the failed capture ran
   }
+  bool clean = false;
   {
     BufferWatch watch;
     body();
-    e.clean_at = watch.buffers_unchanged() ? buffer_release_count() : kNever;
+    clean = watch.buffers_unchanged();
   }
+  e.clean_at = clean ? buffer_release_count() : kNever;
   ++e.eager_runs;
+  // The first run sizes the buffers and a larger shape may grow them once more; a micro-batch
+  // that still changes them after that re-makes them every time and can never be replayed.
+  e.unclean_in_a_row = clean ? 0 : e.unclean_in_a_row + 1;
+  if (e.unclean_in_a_row >= 3)
+    fail(key,
+         "the micro-batch re-allocates model buffers at every run, so no recording of it "
+         "would stay valid");
 }
 
 std::string MicroBatchGraphs::capture(Entry& e, const std::function<void()>& body) {

@@ -6,7 +6,8 @@
 //   1. eager: the first micro-batch sizes the buffers, builds the GEMM plans, the attention
 //      path and cuDNN plans, the RoPE tables;
 //   2. eager under a BufferWatch (op_stream.hpp): it must leave the model's buffers as they
-//      were, else the key stays eager (its buffers change from one micro-batch to the next);
+//      were, else the key runs eagerly again (and after three such runs in a row, it re-makes
+//      its buffers every time: a failure, below);
 //   3. captured on a capture stream (the ops follow current_stream()), instantiated and
 //      launched; from then on replayed while no model buffer was released since the capture
 //      (buffer_release_count), else captured again.
@@ -40,6 +41,7 @@ class MicroBatchGraphs {
   static constexpr uint64_t kNever = UINT64_MAX;
   struct Entry {
     int eager_runs = 0;
+    int unclean_in_a_row = 0;    // eager runs in a row that changed the model's buffers
     uint64_t clean_at = kNever;  // release count after an eager run that changed no buffer
     cudaGraphExec_t exec = nullptr;
     uint64_t captured_at = kNever;

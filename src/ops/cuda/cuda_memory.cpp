@@ -37,8 +37,8 @@ class CudaMemory final : public MemoryResource {
       CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
       return;
     }
-    DB_REQUIRE(is_device(dst) && is_device(src),
-               "a copy between host and device memory inside a captured micro-batch");
+    if (!is_device(dst) || !is_device(src))  // Error is header-only: no link to depthbench_lib
+      throw Error("a copy between host and device memory inside a captured micro-batch");
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_stream()));
   }
   void zero(void* data, size_t bytes) override {
