@@ -94,6 +94,13 @@ class Backbone {
 
   // --- observation -------------------------------------------------------------------------
   ForwardObserver<T>* observer = nullptr;
+  // Told by the layer loop's backward that no later step of this backward pass adds to the
+  // gradients of position p's block (p = n_layer: of the readout, final norm and LM head), so
+  // the trainer can start their all-reduce (train/gradient_buckets.hpp). Unset: nothing.
+  std::function<void(int p)> on_gradients_final;
+  void gradients_final(int p) {
+    if (on_gradients_final) on_gradients_final(p);
+  }
   void observe_sublayer(int k, const T* input, const T* output, int width = -1);
   void observe_depth_state(int l, const T* state, int width = -1);
 

@@ -104,10 +104,11 @@ void Model<T>::forward_backward_staged(int64_t batch, int seq_len, double grad_s
 
 template <class T>
 void Model<T>::accumulate_forward_backward(const int32_t* tokens, int64_t batch, int seq_len,
-                                           double grad_scale) {
+                                           double grad_scale, bool replayable) {
   MemorySpaceScope scope(ops_->space());
   if (loss_sum_.empty()) loss_sum_.assign_zeros(1);
   stage_tokens(tokens, batch, seq_len);
+  if (!replayable) return forward_backward_staged(batch, seq_len, grad_scale);
   // Everything the micro-batch launches depends on these (the buffers and parameters it uses
   // stay the same): one recorded graph per value on the CUDA backend.
   char key[96];

@@ -47,9 +47,11 @@ class Model {
   // (predicting tokens 1..T−1). Adds the summed loss to an accumulator in the backend's memory
   // and the gradients of grad_scale · summed loss to the parameter gradients; reads nothing back,
   // so the micro-batches of a step run without a host synchronisation. The backend may replay
-  // the micro-batch from a recording (train.cuda_graphs, Ops::run_captured).
+  // the micro-batch from a recording (train.cuda_graphs, Ops::run_captured) unless replayable
+  // is false: a micro-batch whose host hooks must act (Backbone::on_gradients_final starting
+  // the gradient sums of the step's last backward) runs eagerly.
   void accumulate_forward_backward(const int32_t* tokens, int64_t batch, int seq_len,
-                                   double grad_scale);
+                                   double grad_scale, bool replayable = true);
   // The accumulated loss sum (one device-to-host read), and the accumulator back to 0.
   double take_loss_sum();
   // accumulate_forward_backward then take_loss_sum: the summed loss of this micro-batch (plus

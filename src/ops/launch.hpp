@@ -88,6 +88,58 @@ void for_each_row_element(MemorySpace space, int64_t rows, int width, const F& f
   for_each_index(space, rows * width, RowElement<F>{f, width});
 }
 
+// The threads that share one row of a per-row functor run by for_each_row_lanes or
+// for_each_row_sum_lanes. The functor loops over its columns with
+//   for (int j = lanes.first(); j < d; j += lanes.step())
+// and reduces a partial over the row with lanes.sum(part), which every lane receives in the same
+// bits. On the host one lane takes the whole row, so these are the plain serial loops; on a GPU a
+// warp shares the row (ops/cuda/launch.cuh), its 32 threads reading a d-long row side by side.
+struct HostLanes {
+  DB_HD int first() const { return 0; }
+  DB_HD int step() const { return 1; }
+  DB_HD bool leader() const { return true; }  // the lane that writes a row's single values
+  template <class A>
+  DB_HD A sum(A part) const {
+    return part;
+  }
+};
+
+// f(r, lanes) for every row r < rows, in parallel (no order between rows).
+template <class F>
+void for_each_row_lanes(MemorySpace space, int64_t rows, const F& f) {
+  if (rows <= 0) return;
+  if (space == MemorySpace::host) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) f(r, HostLanes{});
+    return;
+  }
+#if defined(__CUDACC__)
+  cuda_launch::for_each_row_lanes(rows, f);
+#else
+  throw Error(
+      "for_each_row_lanes on device memory from a file not compiled by nvcc (CMake: "
+      "depthbench_device_sources)");
+#endif
+}
+
+namespace detail {
+// The host side of the row sums below: g(r, sums) per row.
+template <class T, class G>
+void host_row_sums(int64_t rows, const SumTargets<T>& targets, const G& g) {
+  const int width = targets.width();
+  const int64_t chunks = chunk_count(rows);
+  std::vector<double> partials(size_t(chunks) * width, 0.0);
+  for_each_row_chunk(rows, [&](int64_t c, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) g(r, &partials[size_t(c) * width]);
+  });
+  for (int j = 0; j < width; ++j) {
+    double sum = 0;
+    for (int64_t c = 0; c < chunks; ++c) sum += partials[size_t(c) * width + j];
+    targets.add_to(j, sum);
+  }
+}
+}  // namespace detail
+
 // Per row with a reduction: f(r, sums) computes row r's own outputs and adds its contributions
 // to the targets into sums[0 .. targets.width()) (doubles). Rows are cut into chunks of
 // kRowsPerChunk, each chunk sums into its own row of partials, and the partials are added in
@@ -95,25 +147,32 @@ void for_each_row_element(MemorySpace space, int64_t rows, int width, const F& f
 template <class T, class F>
 void for_each_row_sum(MemorySpace space, int64_t rows, const SumTargets<T>& targets, const F& f) {
   if (rows <= 0) return;
-  const int width = targets.width();
-  if (space == MemorySpace::host) {
-    const int64_t chunks = chunk_count(rows);
-    std::vector<double> partials(size_t(chunks) * width, 0.0);
-    for_each_row_chunk(rows, [&](int64_t c, int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) f(r, &partials[size_t(c) * width]);
-    });
-    for (int j = 0; j < width; ++j) {
-      double sum = 0;
-      for (int64_t c = 0; c < chunks; ++c) sum += partials[size_t(c) * width + j];
-      targets.add_to(j, sum);
-    }
-    return;
-  }
+  if (space == MemorySpace::host) return detail::host_row_sums(rows, targets, f);
 #if defined(__CUDACC__)
   cuda_launch::for_each_row_sum(rows, targets, f);
 #else
   throw Error(
       "for_each_row_sum on device memory from a file not compiled by nvcc (CMake: "
+      "depthbench_device_sources)");
+#endif
+}
+
+// for_each_row_sum for a functor f(r, sums, lanes) whose row is shared by lanes (above): a lane
+// adds only to the sums of its own columns, so each column's sum still runs over the rows in
+// order. On a GPU one warp takes a chunk of rows (the chunks are shorter there, for parallelism,
+// so the GPU's bits differ from the host's but not from run to run).
+template <class T, class F>
+void for_each_row_sum_lanes(MemorySpace space, int64_t rows, const SumTargets<T>& targets,
+                            const F& f) {
+  if (rows <= 0) return;
+  if (space == MemorySpace::host)
+    return detail::host_row_sums(rows, targets,
+                                 [&](int64_t r, double* sums) { f(r, sums, HostLanes{}); });
+#if defined(__CUDACC__)
+  cuda_launch::for_each_row_sum_lanes(rows, targets, f);
+#else
+  throw Error(
+      "for_each_row_sum_lanes on device memory from a file not compiled by nvcc (CMake: "
       "depthbench_device_sources)");
 #endif
 }

@@ -184,6 +184,10 @@ std::vector<Key> keys_of(RunConfig& c) {
       number_key("train.seed", c.seed, "seed of the init and the data order"),
       number_key("train.threads", c.threads, "CPU threads per rank (0 = cores / local ranks)",
                  Range::between(0, 4096)),
+      number_key("train.reduce_bucket_mb", c.reduce_bucket_mb,
+                 "MiB of gradients per all-reduce started while the last micro-batch's backward "
+                 "goes on (0 = one all-reduce after the backward)",
+                 Range::at_least(0)),
       number_key("train.log_interval", c.log_interval, "steps between progress lines",
                  Range::at_least(1)),
       number_key("train.val_interval", c.val_interval, "steps between validations",

@@ -36,6 +36,8 @@ struct RunConfig {
   int64_t stop_after_steps = 0;     // checkpoint and stop after this many steps (0 = never)
   // NAME.init.weights before the first step; the sweep turns it on unless its recipe says no.
   bool save_initial_weights = false;
+  // MiB of gradients per all-reduce started during the last backward (0 = one sum after it).
+  double reduce_bucket_mb = 25;
   // CUDA graph replay of micro-batches: auto | on | off (ops/ops_options.hpp)
   std::string cuda_graphs = "auto";
   std::string out_dir = "runs";

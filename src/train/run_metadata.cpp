@@ -40,6 +40,7 @@ bool changes_results(const std::string& ini_line) {
       "backend ",  // the same experiment on either backend: a checkpoint moves between them
       "stop_after_steps",
       "attention ",  // an implementation of the same attention, like the backend (doc/cuda.md)
+      "reduce_bucket_mb",  // when the gradient sum starts; MPI's sum is the same bits either way
       // The same kernels on the same data, launched from a recorded graph (doc/cuda.md).
       "cuda_graphs ",
   };

@@ -22,9 +22,11 @@
 #include "model/model.hpp"
 #include "ops/backend.hpp"
 #include "train/adamw.hpp"
+#include "train/gradient_buckets.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
+#include "util/file_copy.hpp"
 #include "util/glob.hpp"
 
 namespace db {
@@ -70,6 +72,32 @@ std::pair<double, double> bootstrap_interval(const std::vector<double>& v) {
   return {means[24], means[974]};
 }
 
+// The bucketed reduction of a run (train.reduce_bucket_mb > 0 on a reducer that overlaps), its
+// buckets started by the model's backward; null: one sum after the backward.
+std::unique_ptr<BucketedReduction> bucketed_reduction(const RunConfig& config,
+                                                      GradientReducer& reducer,
+                                                      Model<float>& model) {
+  if (config.reduce_bucket_mb <= 0 || !reducer.overlaps()) return nullptr;
+  std::vector<int> schedule(model.config().n_layer);
+  for (int p = 0; p < int(schedule.size()); ++p)
+    schedule[p] = model.backbone().skipped(p) ? -1 : model.backbone().param_block(p);
+  auto buckets = std::make_unique<BucketedReduction>(
+      reducer, model.params().grad_buffer(),
+      plan_gradient_buckets(model.layout(), schedule, bucket_elements_of(config.reduce_bucket_mb)));
+  model.backbone().on_gradients_final = [b = buckets.get()](int p) { b->gradients_final(p); };
+  return buckets;
+}
+
+// What the run file and the log record as `gradient_reduction`.
+std::string reduction_description(const GradientReducer& reducer, const BucketedReduction* buckets,
+                                  double bucket_mb) {
+  if (!buckets) return reducer.name();
+  char text[160];
+  std::snprintf(text, sizeof text, "%s, %zu buckets of %g MB overlapped", reducer.name().c_str(),
+                buckets->plan().size(), bucket_mb);
+  return text;
+}
+
 // Records a run that could not train as `failed`, keeping the curves logged so far when the
 // unfinished file is readable. Rank 0 only.
 void record_failure(const RunConfig& config, int ranks, const std::string& reason) {
@@ -106,6 +134,7 @@ class TrainingRun {
         optimizer_(model_.layout(), config.recipe, model_.space()),
         backend_(backend),
         reducer_(backend.make_gradient_reducer(comm)),
+        buckets_(bucketed_reduction(config, *reducer_, model_)),
         flops_per_token_(flops_per_token(config.model, config.recipe.seq_len)) {}
 
   TrainResult run();
@@ -119,6 +148,7 @@ class TrainingRun {
     return agree_on_fault(comm_, capture_fault(body));
   }
   void open_data();
+  Fault forward_backward_and_reduce(int64_t step, double grad_scale, double& loss, double& norm);
   void start_or_resume();
   double local_forward_backward(int64_t step, double grad_scale);
   void log_step(int64_t step, const CurveRow& row, double eta_seconds);
@@ -147,6 +177,7 @@ class TrainingRun {
   AdamW<float> optimizer_;
   const Backend& backend_;
   std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<BucketedReduction> buckets_;  // null: one sum after the backward
   double flops_per_token_;
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
@@ -222,8 +253,7 @@ void TrainingRun::start_or_resume() {
       // A process killed while writing NAME.h5.tmp (kill -9, node failure, a full disk) can
       // leave it unreadable: continue from the copy taken with the checkpoint.
       if (std::filesystem::exists(paths_.checkpoint_run_file))
-        std::filesystem::copy_file(paths_.checkpoint_run_file, paths_.run_file + ".tmp",
-                                   std::filesystem::copy_options::overwrite_existing);
+        copy_file_contents(paths_.checkpoint_run_file, paths_.run_file + ".tmp");
       file_.emplace(RunFile::resume(paths_.run_file, start_step_));
     }
     say(true, "%s: resuming at step %lld\n", config_.run_name().c_str(), (long long)start_step_);
@@ -237,12 +267,14 @@ void TrainingRun::start_or_resume() {
   }
   if (rank0()) {
     write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0, &backend_);
-    file_->set_attribute("gradient_reduction", reducer_->name());
+    file_->set_attribute("gradient_reduction", reduction_description(*reducer_, buckets_.get(),
+                                                                     config_.reduce_bucket_mb));
     file_->set_attribute("status", std::string("running"));
     file_->flush();
   }
   say(false, "%s: backend %s on %s, gradient reduction: %s\n", config_.run_name().c_str(),
-      backend_.name(), backend_.device_name().c_str(), reducer_->name().c_str());
+      backend_.name(), backend_.device_name().c_str(),
+      reduction_description(*reducer_, buckets_.get(), config_.reduce_bucket_mb).c_str());
 }
 
 // Forward and backward of this rank's sequences of the global batch (positions
@@ -267,9 +299,45 @@ double TrainingRun::local_forward_backward(int64_t step, double grad_scale) {
       const int64_t position = step * r.global_batch_sequences + comm_.rank() * share + first + j;
       train_->read_window(order_->window_at(position), batch.subspan(j * T, T));
     }
-    model_.accumulate_forward_backward(batch.data(), micro, T, grad_scale);
+    // The last micro-batch's backward leaves the gradients final: buckets start during it, from
+    // host hooks as its work is enqueued, so it runs eagerly (never replayed from a CUDA graph).
+    const bool last = first + r.micro_batch_sequences >= share;
+    if (buckets_ && last) buckets_->arm();
+    model_.accumulate_forward_backward(batch.data(), micro, T, grad_scale,
+                                       /*replayable=*/!(buckets_ && last));
   }
   return model_.take_loss_sum();
+}
+
+// One step's gradients summed over the ranks, and their global norm. With buckets, sums start
+// during the last backward; a rank whose backward fails still starts every bucket before the
+// fault is agreed, and every rank waits for its sums after it, so the sums started by the
+// ranks that went on always find their partners.
+Fault TrainingRun::forward_backward_and_reduce(int64_t step, double grad_scale, double& loss,
+                                               double& norm) {
+  if (buckets_) buckets_->begin_step();
+  const Fault computed = collectively([&] {
+    try {
+      loss = local_forward_backward(step, grad_scale);
+    } catch (...) {
+      if (buckets_) buckets_->start_remaining();
+      throw;
+    }
+    if (buckets_) buckets_->start_remaining();
+  });
+  if (computed) {
+    if (buckets_) capture_fault([&] { buckets_->finish(); });
+    return computed;
+  }
+  // Inside the fault agreement like the rest of the step: a failed transport or peer (NCCL
+  // errors, timeouts) ends the run on every rank at this step.
+  return collectively([&] {
+    if (buckets_)
+      buckets_->finish();
+    else
+      reducer_->sum(model_.params().grad_buffer());
+    norm = global_norm(model_.params());
+  });
 }
 
 void TrainingRun::log_step(int64_t step, const CurveRow& row, double eta_seconds) {
@@ -330,8 +398,7 @@ void TrainingRun::save_checkpoint(int64_t steps_done) {
   // A consistent copy of the run file goes first (copy, then rename): if the process dies before
   // the checkpoint itself is renamed into place, the copy merely holds rows that resume drops.
   const std::string copy = paths_.checkpoint_run_file + ".tmp";
-  std::filesystem::copy_file(paths_.run_file + ".tmp", copy,
-                             std::filesystem::copy_options::overwrite_existing);
+  copy_file_contents(paths_.run_file + ".tmp", copy);
   std::filesystem::rename(copy, paths_.checkpoint_run_file);
   write_checkpoint(paths_.checkpoint, c);
 }
@@ -446,16 +513,8 @@ TrainResult TrainingRun::run() {
   const auto t_start = Clock::now();
   for (int64_t step = start_step_; step < r.steps; ++step) {
     const auto t0 = Clock::now();
-    double loss = 0;
-    if (const Fault f = collectively([&] { loss = local_forward_backward(step, grad_scale); }))
-      return end_early(f, step);
-    // Inside the fault agreement like the rest of the step: a failed transport or peer (NCCL
-    // errors, timeouts) ends the run on every rank at this step.
-    double norm = 0;
-    if (const Fault f = collectively([&] {
-          reducer_->sum(model_.params().grad_buffer());
-          norm = global_norm(model_.params());
-        }))
+    double loss = 0, norm = 0;
+    if (const Fault f = forward_backward_and_reduce(step, grad_scale, loss, norm))
       return end_early(f, step);
     loss = comm_.allreduce_sum(loss) * grad_scale;
     const double lr = learning_rate_at(r, step);

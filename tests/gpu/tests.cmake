@@ -17,3 +17,7 @@ add_test(NAME gpu.bundle_in_bare_root
 set_tests_properties(gpu.bundle_in_bare_root PROPERTIES LABELS "bundle;slow" SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE)
 # design_kernels_test launches design functors itself: compiled by nvcc (ops/launch.hpp).
 depthbench_device_sources(design_kernels_test ${CMAKE_CURRENT_LIST_DIR}/design_kernels_test.cpp)
+# The bucketed NCCL sum needs one GPU per rank: on 2 ranks (skips with a line on fewer GPUs).
+add_test(NAME gpu.nccl_bucketed_sum_on_two_ranks
+         COMMAND ${MPIRUN} -np 2 $<TARGET_FILE:nccl_bucketed_sum_test>)
+set_tests_properties(gpu.nccl_bucketed_sum_on_two_ranks PROPERTIES LABELS gpu TIMEOUT 300)

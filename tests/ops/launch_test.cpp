@@ -1,6 +1,7 @@
-// The generic launchers on the host (ops/launch.hpp): every index is visited once, the row sums
-// reach every target segment, and their bits do not depend on the thread count (fixed chunks
-// summed in order), the property the training determinism relies on.
+// The generic launchers on the host (ops/launch.hpp): every index is visited once (rows shared
+// by lanes: every column once), the row sums reach every target segment, and their bits do not
+// depend on the thread count (fixed chunks summed in order), the property the training determinism
+// relies on.
 #define BOOST_TEST_MODULE launch
 #define BOOST_TEST_DYN_LINK
 #include "ops/launch.hpp"
@@ -35,6 +36,46 @@ struct RowContributions {
     for (int c = 0; c < width; ++c) sums[c] += std::sin(double(r) * (c + 1));
   }
 };
+
+// RowContributions written for shared rows: each lane takes its own columns.
+struct LaneRowContributions {
+  double* own;
+  int width;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
+    if (lanes.leader()) own[r] = double(r);
+    for (int c = lanes.first(); c < width; c += lanes.step())
+      sums[c] += std::sin(double(r) * (c + 1));
+  }
+};
+
+// Marks row r's columns; the row's lane sum of ones must be the width.
+struct MarkRowLanes {
+  int* seen;
+  int width;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    int part = 0;
+    for (int c = lanes.first(); c < width; c += lanes.step()) {
+      seen[r * width + c] += 1;
+      part += 1;
+    }
+    if (lanes.leader() && lanes.sum(part) != width) seen[r * width] = -1000;
+  }
+};
+
+template <bool kLanes, class F>
+std::vector<float> sums_of(int64_t rows, const F& f) {
+  std::vector<float> a(3, 1.f), b(2, -1.f);
+  SumTargets<float> targets;
+  targets.add(a.data(), 3).add(b.data(), 2);
+  if constexpr (kLanes)
+    for_each_row_sum_lanes(MemorySpace::host, rows, targets, f);
+  else
+    for_each_row_sum(MemorySpace::host, rows, targets, f);
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 
 std::vector<float> row_sums_with_threads(int threads, int64_t rows) {
   omp_set_num_threads(threads);
@@ -76,6 +117,24 @@ BOOST_AUTO_TEST_CASE(row_sums_are_added_to_each_target_and_do_not_depend_on_thre
     expected += sum;
     BOOST_TEST(std::fabs(one[c] - expected) < 1e-4);
   }
+}
+
+BOOST_AUTO_TEST_CASE(rows_shared_by_lanes_visit_every_row_and_column_once) {
+  const int rows = 9, width = 37;
+  std::vector<int> seen(rows * width, 0);
+  for_each_row_lanes(MemorySpace::host, rows, MarkRowLanes{seen.data(), width});
+  for (int v : seen) BOOST_TEST(v == 1);
+}
+
+// On the host a row shared by lanes is one lane: the same sums, bit for bit, as the plain
+// per-row functor (the depth softmax relies on it: its CPU results did not change).
+BOOST_AUTO_TEST_CASE(row_sums_by_lanes_equal_the_plain_row_sums_on_the_host) {
+  const int64_t rows = 1000;
+  std::vector<double> own(rows), own_lanes(rows);
+  const std::vector<float> plain = sums_of<false>(rows, RowContributions{own.data(), 5});
+  const std::vector<float> lanes = sums_of<true>(rows, LaneRowContributions{own_lanes.data(), 5});
+  BOOST_TEST(plain == lanes, boost::test_tools::per_element());
+  BOOST_TEST(own == own_lanes, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(pointer_lists_reject_more_pointers_than_their_capacity) {

@@ -1,8 +1,8 @@
 // The AttnRes depth softmax (§9, §10), per token: h = Σ_i softmax_i(q·RMSNorm(v_i; g))·v_i over
 // the m sources v_i, and its backward. DB_HD functors launched through ops/launch.hpp (one row
-// each), so the CPU loop and the CUDA kernel run the same body. Accumulators are double
-// whatever T, and the query and key-gain gradients are summed over rows in fixed chunks
-// (for_each_row_sum): the same bits on any thread count.
+// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body.
+// Accumulators are double whatever T, and the query and key-gain gradients are summed over rows in
+// fixed chunks (for_each_row_sum): the same bits on any thread count.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -50,6 +50,9 @@ DB_HD double exp_in_place(double* logit, int m) {
   return total;
 }
 
+// One row r, its d columns shared by `lanes` (ops/launch.hpp: one lane on the host, a warp on a
+// GPU). Per column the sources are visited in order; dot products are lane partials added by
+// lanes.sum (on the host: the plain serial sums).
 template <class T>
 struct Forward {
   T *h, *weights, *rstd;
@@ -57,38 +60,41 @@ struct Forward {
   const T *query, *key_gain;
   int d, m;
   double eps;
-  DB_HD void operator()(int64_t r) const {
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
     double logit[kMaxDepthSources];
     for (int i = 0; i < m; ++i) {
       const T* v = sources[i] + r * d;
       double sum_squares = 0, dot = 0;
-      for (int j = 0; j < d; ++j) sum_squares += double(v[j]) * v[j];
-      const T rs = key_rstd<T>(sum_squares, d, eps);
-      rstd[r * m + i] = rs;
-      for (int j = 0; j < d; ++j) dot += logit_term(query[j], key_gain[j], v[j], rs);
-      logit[i] = dot;
+      for (int j = lanes.first(); j < d; j += lanes.step()) sum_squares += double(v[j]) * v[j];
+      const T rs = key_rstd<T>(lanes.sum(sum_squares), d, eps);
+      if (lanes.leader()) rstd[r * m + i] = rs;
+      for (int j = lanes.first(); j < d; j += lanes.step())
+        dot += logit_term(query[j], key_gain[j], v[j], rs);
+      logit[i] = lanes.sum(dot);
     }
     const double total = exp_in_place(logit, m);
     T* hr = h + r * d;
-    for (int j = 0; j < d; ++j) hr[j] = T(0);
+    for (int j = lanes.first(); j < d; j += lanes.step()) hr[j] = T(0);
     for (int i = 0; i < m; ++i) {
       const T w = T(logit[i] / total);
-      weights[r * m + i] = w;
+      if (lanes.leader()) weights[r * m + i] = w;
       const T* v = sources[i] + r * d;
-      for (int j = 0; j < d; ++j) hr[j] += w * v[j];
+      for (int j = lanes.first(); j < d; j += lanes.step()) hr[j] += w * v[j];
     }
   }
 };
 
 // Row r's source gradients (added), and its query and key-gain contributions into
-// sums[0, d) and sums[d, 2d).
+// sums[0, d) and sums[d, 2d) (each lane into its own columns).
 template <class T>
 struct Backward {
   PointerList<T*, kMaxDepthSources> dsources;
   PointerList<const T*, kMaxDepthSources> sources;
   const T *dh, *weights, *rstd, *query, *key_gain;
   int d, m;
-  DB_HD void operator()(int64_t r, double* sums) const {
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
     double dw[kMaxDepthSources], dlogit[kMaxDepthSources];
     double* dq = sums;
     double* dg = sums + d;
@@ -98,9 +104,9 @@ struct Backward {
     for (int i = 0; i < m; ++i) {
       const T* v = sources[i] + r * d;
       double dot = 0;
-      for (int j = 0; j < d; ++j) dot += double(dhr[j]) * v[j];
-      dw[i] = dot;
-      mean_dw += double(w[i]) * dot;
+      for (int j = lanes.first(); j < d; j += lanes.step()) dot += double(dhr[j]) * v[j];
+      dw[i] = lanes.sum(dot);
+      mean_dw += double(w[i]) * dw[i];
     }
     for (int i = 0; i < m; ++i) dlogit[i] = double(w[i]) * (dw[i] - mean_dw);
     for (int i = 0; i < m; ++i) {
@@ -109,15 +115,15 @@ struct Backward {
       const double rs = rstd[r * m + i];
       // logit = Σ_j q_j g_j v_j rs; dK_j = dlogit·q_j; the RMSNorm backward with gain g.
       double dot = 0;  // Σ_j dK_j g_j v_j
-      for (int j = 0; j < d; ++j) {
+      for (int j = lanes.first(); j < d; j += lanes.step()) {
         const double key_hat = double(v[j]) * rs;
         dq[j] += dlogit[i] * key_gain[j] * key_hat;
         dg[j] += dlogit[i] * query[j] * key_hat;
         dot += dlogit[i] * query[j] * key_gain[j] * v[j];
       }
-      const double coef = rs * rs * rs * dot / d;
+      const double coef = rs * rs * rs * lanes.sum(dot) / d;
       // Through the weighted sum (w·dh) and through the key norm.
-      for (int j = 0; j < d; ++j)
+      for (int j = lanes.first(); j < d; j += lanes.step())
         dv[j] += T(double(w[i]) * dhr[j] + rs * dlogit[i] * query[j] * key_gain[j] - coef * v[j]);
     }
   }
@@ -132,10 +138,10 @@ void depth_softmax_forward(MemorySpace space, T* h, T* weights, T* rstd,
                            const DepthMixShape& s) {
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
-  for_each_index(space, s.rows,
-                 depth_softmax_kernels::Forward<T>{h, weights, rstd,
-                                                   PointerList<const T*, kMaxDepthSources>(sources),
-                                                   query, key_gain, s.d, s.sources, s.eps});
+  for_each_row_lanes(space, s.rows,
+                     depth_softmax_kernels::Forward<T>{
+                         h, weights, rstd, PointerList<const T*, kMaxDepthSources>(sources), query,
+                         key_gain, s.d, s.sources, s.eps});
 }
 
 // dsources added; dquery, dkey_gain added (row sums in a fixed order).
@@ -146,7 +152,7 @@ void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, 
                             const DepthMixShape& s) {
   SumTargets<T> targets;
   targets.add(dquery, s.d).add(dkey_gain, s.d);
-  for_each_row_sum(
+  for_each_row_sum_lanes(
       space, s.rows, targets,
       depth_softmax_kernels::Backward<T>{PointerList<T*, kMaxDepthSources>(dsources),
                                          PointerList<const T*, kMaxDepthSources>(sources), dh,

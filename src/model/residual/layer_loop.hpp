@@ -81,12 +81,14 @@ template <class T>
 void run_layers_backward(Backbone<T>& net, LayerMixing<T>& mixing, const T* dfeatures, T* dx0) {
   mixing.readout_backward(net, dfeatures);
   mixing.depth_state_backward(net, net.n_layer());
+  net.gradients_final(net.n_layer());
   for (int p = net.n_layer() - 1; p >= 0; --p) {
     if (!net.skipped(p)) {
       mixing.sublayer_backward(net, p, /*ffn=*/true);
       mixing.sublayer_backward(net, p, /*ffn=*/false);
     }
     mixing.depth_state_backward(net, p);
+    net.gradients_final(p);
   }
   mixing.end_backward(net, dx0);
 }

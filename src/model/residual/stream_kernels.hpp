@@ -2,7 +2,8 @@
 // token: DB_HD functors launched through ops/launch.hpp, so the CPU loop and the CUDA kernel run
 // the same body. Each functor computes one output value (or one token's few values) from that
 // token's data; sums run in a fixed order (streams ascending), with double accumulators for the
-// d-long dot products, so results do not depend on the thread count.
+// d-long dot products, so results do not depend on the thread count. The dot products share
+// their row among lanes (a warp on a GPU, one lane on the host: ops/launch.hpp).
 #pragma once
 #include <cstdint>
 
@@ -23,11 +24,12 @@ struct StreamMapLayout {
 
 namespace stream_kernels {
 
-template <class T>
-DB_HD T dot(const T* a, const T* b, int count) {
+// ⟨a, b⟩ over `count` values shared by `lanes` (ops/launch.hpp): every lane gets it.
+template <class T, class Lanes>
+DB_HD T dot(const T* a, const T* b, int count, const Lanes& lanes) {
   double sum = 0;
-  for (int e = 0; e < count; ++e) sum += double(a[e]) * b[e];
-  return T(sum);
+  for (int e = lanes.first(); e < count; e += lanes.step()) sum += double(a[e]) * b[e];
+  return T(lanes.sum(sum));
 }
 
 // state[r, s, e] = x[r, e].
@@ -66,14 +68,17 @@ struct Combine {
   }
 };
 
-// Combine's weight gradient, one (r, s): dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩.
+// Combine's weight gradient, one (r, s) (a warp on a GPU): dweights[(r·n + s)·stride] =
+// ⟨dx[r], H[r, s]⟩.
 template <class T>
 struct CombineWeightGrad {
   T* dweights;
   const T *dx, *H;
   int stride, n, d;
-  DB_HD void operator()(int64_t rs) const {
-    dweights[rs * stride] = dot(dx + (rs / n) * d, H + rs * d, d);
+  template <class Lanes>
+  DB_HD void operator()(int64_t rs, const Lanes& lanes) const {
+    const T value = dot(dx + (rs / n) * d, H + rs * d, d, lanes);
+    if (lanes.leader()) dweights[rs * stride] = value;
   }
 };
 
@@ -125,20 +130,25 @@ struct MixValueGrads {
   }
 };
 
-// Mix's coefficient gradients, one (r, i): dpost[r·n + i] = ⟨g[r, i], y[r]⟩ and
-// dmix at M(r, i, j)'s place = ⟨g[r, i], H[r, j]⟩ (other dmix entries are left alone).
+// Mix's coefficient gradients, one (r, i) (a warp on a GPU): dpost[r·n + i] = ⟨g[r, i], y[r]⟩
+// and dmix at M(r, i, j)'s place = ⟨g[r, i], H[r, j]⟩ (other dmix entries are left alone).
 template <class T>
 struct MixCoefficientGrads {
   T *dpost, *dmix;
   const T *g, *H, *y;
   StreamMapLayout map;
   int n, d;
-  DB_HD void operator()(int64_t ri) const {
+  template <class Lanes>
+  DB_HD void operator()(int64_t ri, const Lanes& lanes) const {
     const int64_t r = ri / n;
     const int i = int(ri % n);
     const T* gi = g + ri * d;
-    dpost[ri] = dot(gi, y + r * d, d);
-    for (int j = 0; j < n; ++j) dmix[map.at(r, i, j)] = dot(gi, H + (r * n + j) * d, d);
+    const T post = dot(gi, y + r * d, d, lanes);
+    if (lanes.leader()) dpost[ri] = post;
+    for (int j = 0; j < n; ++j) {
+      const T value = dot(gi, H + (r * n + j) * d, d, lanes);
+      if (lanes.leader()) dmix[map.at(r, i, j)] = value;
+    }
   }
 };
 
@@ -170,8 +180,8 @@ void combine_streams(MemorySpace space, T* x, const T* H, const T* weights, int 
 template <class T>
 void combine_streams_backward(MemorySpace space, T* dweights, T* dH, const T* dx, const T* H,
                               const T* weights, int stride, int64_t rows, int n, int d) {
-  for_each_index(space, rows * n,
-                 stream_kernels::CombineWeightGrad<T>{dweights, dx, H, stride, n, d});
+  for_each_row_lanes(space, rows * n,
+                     stream_kernels::CombineWeightGrad<T>{dweights, dx, H, stride, n, d});
   for_each_row_element(space, rows * n, d,
                        stream_kernels::CombineInputGrad<T>{dH, dx, weights, stride, n, d});
 }
@@ -190,8 +200,8 @@ void mix_streams_backward(MemorySpace space, T* dy, T* dpost, T* dmix, T* dH, co
                           int64_t rows, int n, int d) {
   for_each_row_element(space, rows, d,
                        stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
-  for_each_index(space, rows * n,
-                 stream_kernels::MixCoefficientGrads<T>{dpost, dmix, g, H, y, map, n, d});
+  for_each_row_lanes(space, rows * n,
+                     stream_kernels::MixCoefficientGrads<T>{dpost, dmix, g, H, y, map, n, d});
 }
 
 }  // namespace db

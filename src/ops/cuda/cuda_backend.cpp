@@ -22,17 +22,48 @@ namespace {
 // Longest wait for one step's queued work and its all-reduce before NCCL is declared stuck.
 constexpr double kNcclTimeoutSeconds = 900;
 
+// NCCL in fp32. Bucketed sums run on a stream of their own, each ordered after the kernels
+// queued so far on the compute stream (the legacy default stream) by an event, so the
+// all-reduce of the last blocks' gradients runs while the backward of the earlier blocks goes
+// on. The gradient buffer is never freed during a step, so the pool's stream-ordered reuse
+// (doc/cuda.md) needs no further joins; finish_sums makes the compute stream wait for the
+// reduction stream before the optimizer reads the sums.
 class NcclReducer final : public GradientReducer {
  public:
-  explicit NcclReducer(const Communicator& run) : nccl_(run.handle()) {}
+  explicit NcclReducer(const Communicator& run) : nccl_(run.handle()) {
+    // Non-blocking: a stream created plainly would synchronise with the legacy default stream
+    // at every launch, and nothing would overlap.
+    CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&gradients_written_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&sums_done_, cudaEventDisableTiming));
+  }
+  ~NcclReducer() override {
+    cudaEventDestroy(sums_done_);  // never throws from a destructor
+    cudaEventDestroy(gradients_written_);
+    cudaStreamDestroy(reduce_stream_);
+  }
   void sum(Buffer<float>& grads) override {
     nccl_.allreduce_sum(grads.data(), int64_t(grads.size()), nullptr);
     nccl_.wait(nullptr, kNcclTimeoutSeconds);
+  }
+  bool overlaps() const override { return true; }
+  void start_sum(Buffer<float>& grads, int64_t begin, int64_t count) override {
+    // cudaStreamWaitEvent orders after the record as of this call: one event serves every bucket.
+    CUDA_CHECK(cudaEventRecord(gradients_written_, nullptr));
+    CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_, gradients_written_, 0));
+    nccl_.allreduce_sum(grads.data() + begin, count, reduce_stream_);
+  }
+  void finish_sums() override {
+    nccl_.wait(reduce_stream_, kNcclTimeoutSeconds);
+    CUDA_CHECK(cudaEventRecord(sums_done_, reduce_stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(nullptr, sums_done_, 0));
   }
   std::string name() const override { return "nccl"; }
 
  private:
   cuda::NcclCommunicator nccl_;
+  cudaStream_t reduce_stream_ = nullptr;
+  cudaEvent_t gradients_written_ = nullptr, sums_done_ = nullptr;
 };
 
 // True when no two ranks of `run` use the same physical GPU (collective over `run`). Device

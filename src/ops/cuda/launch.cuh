@@ -67,6 +67,100 @@ __global__ void add_partials_kernel(SumTargets<T> targets, const double* partial
   targets.add_to(c, sum);
 }
 
+// The lanes of a warp sharing one row (ops/launch.hpp, HostLanes). Host-callable so that the
+// functors' __host__ __device__ bodies compile for both sides; only the device side runs.
+struct WarpLanes {
+  __host__ __device__ int first() const {
+#if defined(__CUDA_ARCH__)
+    return threadIdx.x & 31;
+#else
+    return 0;
+#endif
+  }
+  __host__ __device__ int step() const {
+    return 32;
+  }
+  __host__ __device__ bool leader() const {
+    return first() == 0;
+  }
+  // A butterfly: a + b = b + a exactly, so every lane ends with the same bits.
+  template <class A>
+  __host__ __device__ A sum(A part) const {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      part += __shfl_xor_sync(0xffffffffu, part, offset);
+#endif
+    return part;
+  }
+};
+
+constexpr int kWarpsPerBlock = kThreads / 32;
+// Rows per warp in for_each_row_sum_lanes: short, so that a few thousand rows fill the GPU.
+constexpr int64_t kRowsPerWarpChunk = 8;
+
+inline unsigned blocks_for_warps(int64_t warps) {
+  int64_t blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (blocks > 65536 * 8) blocks = 65536 * 8;  // grid-stride beyond that
+  return unsigned(blocks < 1 ? 1 : blocks);
+}
+
+// One warp per row; a warp's lanes always take the same row, so its sums see every lane.
+template <class F>
+__global__ void for_each_row_lanes_kernel(int64_t rows, F f) {
+  const int64_t stride = int64_t(gridDim.x) * kWarpsPerBlock;
+  for (int64_t r = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; r < rows; r += stride)
+    f(r, WarpLanes{});
+}
+
+template <class F>
+void for_each_row_lanes(int64_t rows, const F& f) {
+  for_each_row_lanes_kernel<<<blocks_for_warps(rows), kThreads>>>(rows, f);
+  check(cudaGetLastError(), "for_each_row_lanes launch");
+}
+
+// One warp per chunk of kRowsPerWarpChunk rows, in order, into the chunk's row of partials.
+template <class F>
+__global__ void chunk_sums_lanes_kernel(int64_t rows, int width, double* partials, F f) {
+  const int64_t chunk = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+  const int64_t begin = chunk * kRowsPerWarpChunk;
+  if (begin >= rows) return;  // the whole warp
+  double* sums = partials + chunk * width;
+  for (int j = threadIdx.x & 31; j < width; j += 32) sums[j] = 0.0;
+  __syncwarp();
+  const int64_t end = begin + kRowsPerWarpChunk < rows ? begin + kRowsPerWarpChunk : rows;
+  for (int64_t r = begin; r < end; ++r) f(r, sums, WarpLanes{});
+}
+
+template <class T>
+__global__ void add_partials_kernel(SumTargets<T> targets, const double* partials, int64_t chunks);
+
+// The partials of `chunks` rows added in chunk order into the targets (a scratch of the
+// stream-ordered pool), after `fill` wrote them.
+template <class T, class Fill>
+void sum_partials(const SumTargets<T>& targets, int64_t chunks, const Fill& fill) {
+  const int width = targets.width();
+  double* partials = nullptr;
+  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), 0),
+        "cudaMallocAsync (row sums)");
+  fill(partials);
+  check(cudaGetLastError(), "row sums launch");
+  if (width > 0) {
+    add_partials_kernel<<<blocks_for(width), kThreads>>>(targets, partials, chunks);
+    check(cudaGetLastError(), "row sums partials launch");
+  }
+  check(cudaFreeAsync(partials, 0), "cudaFreeAsync (row sums)");
+}
+
+template <class T, class F>
+void for_each_row_sum_lanes(int64_t rows, const SumTargets<T>& targets, const F& f) {
+  const int64_t chunks = (rows + kRowsPerWarpChunk - 1) / kRowsPerWarpChunk;
+  sum_partials(targets, chunks, [&](double* partials) {
+    chunk_sums_lanes_kernel<<<blocks_for_warps(chunks), kThreads>>>(rows, targets.width(), partials,
+                                                                    f);
+  });
+}
+
 template <class T, class F>
 void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int width = targets.width();
