@@ -20,7 +20,7 @@
 #                command go there (default: a fresh folder under ${TMPDIR:-/tmp}).
 # Environment: DEPTHBENCH (default: build/depthbench of this tree, else depthbench on PATH),
 # PYTHON (a python3 with torch; default python3, else /usr/bin/python3), STEPS (timed steps,
-# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 2, else 1), PEAK_TFLOPS (the MFU
+# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 3, else 1), PEAK_TFLOPS (the MFU
 # denominator, default 989: dense bf16 of one H100/H200 SXM), PRECISION (default bf16),
 # DESIGNS (default all ten), DEPTH_1P6B (28), BUDGET_S (whole run, default 3600; --short 100),
 # ITEM_S (one command at most, default 600; --short 60).
@@ -47,7 +47,9 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null && /usr/bin/python3 -c "import torc
 fi
 FEW=$((SHORT || SMOKE))
 STEPS=${STEPS:-$((FEW ? 2 : 5))}
-WARMUP=${WARMUP:-$((FEW ? 1 : 2))}
+# 3 in the full run: a micro-batch shape is captured as a CUDA graph at its third micro-batch
+# (train.cuda_graphs, doc/cuda.md), so the timed steps are replays.
+WARMUP=${WARMUP:-$((FEW ? 1 : 3))}
 PEAK_TFLOPS=${PEAK_TFLOPS:-989}
 PRECISION=${PRECISION:-$( ((SMOKE)) && echo fp32 || echo bf16)}
 ALL_DESIGNS="pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnres_block"

@@ -4,7 +4,10 @@
 // host goes through to_host() / upload(), which work in every space.
 //
 // Like std::vector but without element access or growth that keeps contents: resize() to a new
-// size leaves the contents undefined (every user overwrites them); copies are deep.
+// size leaves the contents undefined (every user overwrites them); copies are deep. Like a
+// vector, it keeps its capacity: a smaller size in the same space reuses the block, so buffers
+// sized by a micro-batch keep their addresses when a shorter micro-batch or an evaluation
+// comes between two of the same shape (what a replayed CUDA graph needs, doc/cuda.md).
 #pragma once
 #include <cstddef>
 #include <utility>
@@ -29,17 +32,22 @@ class Buffer {
     Buffer(std::move(other)).swap(*this);
     return *this;
   }
-  ~Buffer() { memory::release(space_, data_, size_ * sizeof(T)); }
+  ~Buffer() { memory::release(space_, data_, capacity_ * sizeof(T)); }
 
-  // A new size reallocates in the current memory space; the same size keeps data and space.
+  // The same size keeps data and space; a size within the capacity keeps the block when the
+  // current memory space is the buffer's; anything else reallocates in the current space.
   void resize(size_t count) {
     if (count == size_ && (data_ || count == 0)) return;
-    memory::release(space_, data_, size_ * sizeof(T));
+    if (data_ && count <= capacity_ && space_ == current_memory_space()) {
+      size_ = count;
+      return;
+    }
+    memory::release(space_, data_, capacity_ * sizeof(T));
     data_ = nullptr;
-    size_ = 0;
+    size_ = capacity_ = 0;
     space_ = current_memory_space();
     data_ = static_cast<T*>(memory::allocate(space_, count * sizeof(T)));
-    size_ = count;
+    size_ = capacity_ = count;
   }
   // resize, then every element 0.
   void assign_zeros(size_t count) {
@@ -66,6 +74,7 @@ class Buffer {
   void swap(Buffer& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
+    std::swap(capacity_, other.capacity_);
     std::swap(space_, other.space_);
   }
 
@@ -79,6 +88,7 @@ class Buffer {
  private:
   T* data_ = nullptr;
   size_t size_ = 0;
+  size_t capacity_ = 0;  // elements allocated (≥ size_)
   MemorySpace space_ = MemorySpace::host;
 };
 

@@ -1,6 +1,9 @@
 #include "model/model.hpp"
 
+#include <cstdio>
+
 #include "core/error.hpp"
+#include "model/next_token_targets.hpp"
 #include "model/residual/registry.hpp"
 
 namespace db {
@@ -56,19 +59,25 @@ Model<T>::Model(const ModelConfig& config, const Backend& backend, const OpsOpti
 template <class T>
 Model<T>::~Model() = default;
 
+// Outside the micro-batch that a backend may capture (Ops::run_captured): the host checks the
+// tokens, copies them into the fixed device buffer, and the targets are derived there.
 template <class T>
-void Model<T>::forward_features(const int32_t* tokens, int64_t batch, int seq_len) {
+void Model<T>::stage_tokens(const int32_t* tokens, int64_t batch, int seq_len) {
   const int64_t rows = batch * seq_len;
-  const int d = config_.d_model;
-  std::vector<int32_t> targets(rows);
-  for (int64_t n = 0; n < rows; ++n) {
+  for (int64_t n = 0; n < rows; ++n)
     DB_REQUIRE(tokens[n] >= 0 && tokens[n] < config_.vocab_size,
                "token id " + std::to_string(tokens[n]) + " outside the vocabulary");
-    targets[n] = (n % seq_len == seq_len - 1) ? -1 : tokens[n + 1];
-  }
   rows_ = rows;
-  tokens_.assign(tokens, rows, MemorySpace::host);
-  targets_.upload(targets);
+  tokens_.resize(rows);
+  ops_->upload_tokens(tokens_.data(), tokens, rows);
+  targets_.resize(rows);
+  next_token_targets(ops_->space(), targets_.data(), tokens_.data(), rows, seq_len);
+}
+
+template <class T>
+void Model<T>::forward_features(int64_t batch, int seq_len) {
+  const int64_t rows = batch * seq_len;
+  const int d = config_.d_model;
   backbone_->set_batch(batch, seq_len);
   x0_.resize(rows * d);
   features_.resize(rows * d);
@@ -78,31 +87,65 @@ void Model<T>::forward_features(const int32_t* tokens, int64_t batch, int seq_le
 }
 
 template <class T>
-double Model<T>::forward_backward(const int32_t* tokens, int64_t batch, int seq_len,
-                                  double grad_scale) {
-  MemorySpaceScope scope(ops_->space());
-  forward_features(tokens, batch, seq_len);
+void Model<T>::forward_backward_staged(int64_t batch, int seq_len, double grad_scale) {
+  forward_features(batch, seq_len);
   const int64_t rows = batch * seq_len;
   const int d = config_.d_model;
   const int head = head_id_;
   dfeatures_.resize(rows * d);
   dx0_.resize(rows * d);
-  const double loss = ops_->cross_entropy(features_.data(), params_->value(head), targets_.data(),
-                                          {rows, d, config_.vocab_size}, dfeatures_.data(),
-                                          params_->grad(head), grad_scale);
+  ops_->cross_entropy(loss_sum_.data(), features_.data(), params_->value(head), targets_.data(),
+                      {rows, d, config_.vocab_size}, dfeatures_.data(), params_->grad(head),
+                      grad_scale);
   design_->backward(*backbone_, dfeatures_.data(), dx0_.data());
   ops_->embedding_backward(params_->grad(layout_->id("embed")), tokens_.data(), dx0_.data(), rows,
                            d);
-  return loss;
+}
+
+template <class T>
+void Model<T>::accumulate_forward_backward(const int32_t* tokens, int64_t batch, int seq_len,
+                                           double grad_scale, bool replayable) {
+  MemorySpaceScope scope(ops_->space());
+  if (loss_sum_.empty()) loss_sum_.assign_zeros(1);
+  stage_tokens(tokens, batch, seq_len);
+  if (!replayable) return forward_backward_staged(batch, seq_len, grad_scale);
+  // Everything the micro-batch launches depends on these (the buffers and parameters it uses
+  // stay the same): one recorded graph per value on the CUDA backend.
+  char key[96];
+  std::snprintf(key, sizeof key, "forward_backward B=%lld T=%d grad_scale=%a", (long long)batch,
+                seq_len, grad_scale);
+  ops_->run_captured(key, [&] { forward_backward_staged(batch, seq_len, grad_scale); });
+}
+
+template <class T>
+double Model<T>::take_loss_sum() {
+  if (loss_sum_.empty()) return 0.0;
+  MemorySpaceScope scope(ops_->space());
+  double sum = 0;
+  loss_sum_.copy_to(&sum, 1, MemorySpace::host);
+  loss_sum_.zero();
+  return sum;
+}
+
+template <class T>
+double Model<T>::forward_backward(const int32_t* tokens, int64_t batch, int seq_len,
+                                  double grad_scale) {
+  accumulate_forward_backward(tokens, batch, seq_len, grad_scale);
+  return take_loss_sum();
 }
 
 template <class T>
 double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len) {
   MemorySpaceScope scope(ops_->space());
-  forward_features(tokens, batch, seq_len);
-  return ops_->cross_entropy(features_.data(), params_->value(head_id_), targets_.data(),
-                             {batch * seq_len, config_.d_model, config_.vocab_size}, nullptr,
-                             nullptr, 0.0);
+  stage_tokens(tokens, batch, seq_len);
+  forward_features(batch, seq_len);
+  eval_loss_sum_.assign_zeros(1);
+  ops_->cross_entropy(eval_loss_sum_.data(), features_.data(), params_->value(head_id_),
+                      targets_.data(), {batch * seq_len, config_.d_model, config_.vocab_size},
+                      nullptr, nullptr, 0.0);
+  double sum = 0;
+  eval_loss_sum_.copy_to(&sum, 1, MemorySpace::host);
+  return sum;
 }
 
 template <class T>
@@ -115,7 +158,8 @@ void Model<T>::last_position_losses(std::vector<double>& out) const {
 template <class T>
 void Model<T>::logits(const int32_t* tokens, int64_t batch, int seq_len, std::vector<T>& out) {
   MemorySpaceScope scope(ops_->space());
-  forward_features(tokens, batch, seq_len);
+  stage_tokens(tokens, batch, seq_len);
+  forward_features(batch, seq_len);
   Buffer<T> logits(batch * seq_len * config_.vocab_size);
   ops_->logits(logits.data(), features_.data(), params_->value(head_id_),
                {batch * seq_len, config_.d_model, config_.vocab_size});

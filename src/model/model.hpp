@@ -46,8 +46,18 @@ class Model {
   void set_recompute(Recompute r) { backbone_->set_recompute(r); }
 
   // tokens (host): [batch, seq_len] windows. The loss covers positions 0..T−2 of each window
-  // (predicting tokens 1..T−1). Returns the summed loss; adds the gradients of
-  // grad_scale · summed loss to the parameter gradients.
+  // (predicting tokens 1..T−1). Adds the summed loss to an accumulator in the backend's memory
+  // and the gradients of grad_scale · summed loss to the parameter gradients; reads nothing back,
+  // so the micro-batches of a step run without a host synchronisation. The backend may replay
+  // the micro-batch from a recording (train.cuda_graphs, Ops::run_captured) unless replayable
+  // is false: a micro-batch whose host hooks must act (Backbone::on_gradients_final starting
+  // the gradient sums of the step's last backward) runs eagerly.
+  void accumulate_forward_backward(const int32_t* tokens, int64_t batch, int seq_len,
+                                   double grad_scale, bool replayable = true);
+  // The accumulated loss sum (one device-to-host read), and the accumulator back to 0.
+  double take_loss_sum();
+  // accumulate_forward_backward then take_loss_sum: the summed loss of this micro-batch (plus
+  // whatever was accumulated and not taken).
   double forward_backward(const int32_t* tokens, int64_t batch, int seq_len, double grad_scale);
   // Summed loss only.
   double forward_loss(const int32_t* tokens, int64_t batch, int seq_len);
@@ -63,7 +73,12 @@ class Model {
   static int64_t targets_per_window(int seq_len) { return seq_len - 1; }
 
  private:
-  void forward_features(const int32_t* tokens, int64_t batch, int seq_len);
+  // Checks and uploads the tokens and derives the targets (outside a recorded micro-batch).
+  void stage_tokens(const int32_t* tokens, int64_t batch, int seq_len);
+  // Embedding and the design's forward on the staged tokens.
+  void forward_features(int64_t batch, int seq_len);
+  // What a recorded micro-batch holds: embedding through embedding backward.
+  void forward_backward_staged(int64_t batch, int seq_len, double grad_scale);
 
   ModelConfig config_;
   std::unique_ptr<Ops<T>> ops_;
@@ -74,6 +89,8 @@ class Model {
   std::unique_ptr<ResidualDesign<T>> design_;
   Buffer<T> x0_, features_, dfeatures_, dx0_;
   Buffer<int32_t> tokens_, targets_;
+  Buffer<double> loss_sum_;       // [1] the micro-batches' losses since take_loss_sum
+  Buffer<double> eval_loss_sum_;  // [1] forward_loss's
   int64_t rows_ = 0;
 };
 

@@ -11,6 +11,7 @@
 // __device__ functors run by the generic launchers of ops/launch.hpp on every backend.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -80,10 +81,12 @@ class Ops {
                                  int d) = 0;
   virtual void embedding_backward(T* dtable, const int32_t* tokens, const T* dx, int64_t rows,
                                   int d) = 0;
-  // Σ over rows with target ≥ 0 of the cross-entropy of softmax(h·Wᵀ) (returned to the host).
+  // Adds to *loss_sum (backend memory, one double) the Σ over rows with target ≥ 0 of the
+  // cross-entropy of softmax(h·Wᵀ). Nothing comes back to the host: the micro-batches of a step
+  // add into one device accumulator that is read once per step (doc/cuda.md, "Host overhead").
   // With dh non-null also the gradients of grad_scale·sum: dh overwritten, dW added.
-  virtual double cross_entropy(const T* h, const T* W, const int32_t* targets, const HeadShape& s,
-                               T* dh, T* dW, double grad_scale) = 0;
+  virtual void cross_entropy(double* loss_sum, const T* h, const T* W, const int32_t* targets,
+                             const HeadShape& s, T* dh, T* dW, double grad_scale) = 0;
   // Each row's loss (0 where target < 0), into host memory losses[rows].
   virtual void cross_entropy_rows(double* losses, const T* h, const T* W, const int32_t* targets,
                                   const HeadShape& s) = 0;
@@ -96,6 +99,27 @@ class Ops {
   // dst rows of `width` values from src rows: dst[r·dst_stride + j] = src[r·src_stride + j].
   virtual void copy_rows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows,
                          int width) = 0;
+
+  // --- tokens ---------------------------------------------------------------------------------
+  // Copies count token ids from host memory into dst (backend memory), in order with the work
+  // enqueued before and after it and without waiting for that work: the host may overwrite
+  // `host` on return. (The CUDA backend copies through its own page-locked slots.)
+  virtual void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) = 0;
+
+  // --- replay of a recorded micro-batch (train.cuda_graphs, doc/cuda.md) --------------------
+  // Runs body, which enqueues work on this backend (one micro-batch's forward and backward). A
+  // backend may record what body enqueues under `key` and later replay the record instead of
+  // calling body, so body must enqueue the same work every time for one key: same shapes and
+  // scalars (put them in the key), the same buffers, no host read of a result and no host copy.
+  // The default (the CPU) calls body.
+  virtual void run_captured(const std::string& key, const std::function<void()>& body) {
+    (void)key;
+    body();
+  }
+  // What run_captured did, for the run file's `cuda_graphs` attribute.
+  virtual std::string capture_status() const {
+    return std::string("not applicable (") + name() + ")";
+  }
 };
 
 }  // namespace db

@@ -12,4 +12,11 @@ AttentionPath parse_attention_path(const std::string& name) {
   throw Error("unknown attention path '" + name + "' (valid: auto, cudnn, flash, reference)");
 }
 
+CudaGraphs parse_cuda_graphs(const std::string& name) {
+  if (name == "auto") return CudaGraphs::automatic;
+  if (name == "on") return CudaGraphs::on;
+  if (name == "off") return CudaGraphs::off;
+  throw Error("unknown train.cuda_graphs value '" + name + "' (valid: auto, on, off)");
+}
+
 }  // namespace db

@@ -1,5 +1,6 @@
 // How a backend's ops compute, chosen per run (doc/config.md, doc/cuda.md): the arithmetic of
-// the matrix products (train.precision) and the attention path (train.attention). One struct, so
+// the matrix products (train.precision), the attention path (train.attention) and whether a
+// micro-batch is replayed from a CUDA graph (train.cuda_graphs). One struct, so
 // that a new switch reaches Backend::make_float_ops without a new argument on every caller.
 // A backend ignores what it does not have: the CPU computes in fp32 with its one attention.
 #pragma once
@@ -34,9 +35,20 @@ inline const char* attention_path_choices() {
   return "auto | cudnn | flash | reference";
 }
 
+// train.cuda_graphs. The CUDA backend records a micro-batch's forward and backward as a graph per
+// shape and replays it (ops/cuda/cuda_graph.hpp): automatic = try, and run eagerly (one stdout
+// line) when capture fails; on = a failed capture is an error; off = always eager.
+enum class CudaGraphs { automatic, on, off };
+// "auto" | "on" | "off", else db::Error naming the valid values.
+CudaGraphs parse_cuda_graphs(const std::string& name);
+inline const char* cuda_graphs_choices() {
+  return "auto | on | off";
+}
+
 struct OpsOptions {
   Precision precision = Precision::fp32;
   AttentionPath attention = AttentionPath::automatic;
+  CudaGraphs cuda_graphs = CudaGraphs::automatic;
 };
 
 }  // namespace db

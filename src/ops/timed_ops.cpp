@@ -90,12 +90,10 @@ class TimedOps final : public Ops<T> {
                           int d) override {
     timed("embedding_backward", [&] { inner_->embedding_backward(dtable, tokens, dx, rows, d); });
   }
-  double cross_entropy(const T* h, const T* W, const int32_t* targets, const HeadShape& s, T* dh,
-                       T* dW, double grad_scale) override {
-    double loss = 0;
+  void cross_entropy(double* loss_sum, const T* h, const T* W, const int32_t* targets,
+                     const HeadShape& s, T* dh, T* dW, double grad_scale) override {
     timed(dh ? "lm_head_cross_entropy_fwd_bwd" : "lm_head_cross_entropy_fwd",
-          [&] { loss = inner_->cross_entropy(h, W, targets, s, dh, dW, grad_scale); });
-    return loss;
+          [&] { inner_->cross_entropy(loss_sum, h, W, targets, s, dh, dW, grad_scale); });
   }
   void cross_entropy_rows(double* losses, const T* h, const T* W, const int32_t* targets,
                           const HeadShape& s) override {
@@ -114,6 +112,13 @@ class TimedOps final : public Ops<T> {
                  int width) override {
     timed("copy_rows", [&] { inner_->copy_rows(dst, dst_stride, src, src_stride, rows, width); });
   }
+  // Untimed: a copy before the micro-batch's compute, not an op of it ("other").
+  void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) override {
+    inner_->upload_tokens(dst, host, count);
+  }
+  // A replayed record would skip the timed calls: a timed model always runs body eagerly.
+  void run_captured(const std::string&, const std::function<void()>& body) override { body(); }
+  std::string capture_status() const override { return "off (ops timed)"; }
 
  private:
   template <class Call>

@@ -226,6 +226,17 @@ std::vector<Key> keys_of(RunConfig& c) {
          c.recompute = t;
        },
        [&c] { return c.recompute; }},
+      {"train.cuda_graphs",
+       std::string(
+           "CUDA: replay each micro-batch shape's forward and backward from a CUDA graph: ") +
+           cuda_graphs_choices() +
+           " (auto: eager from the first failed capture on, with one line saying why); the CPU "
+           "ignores it",
+       [&c](const std::string& t) {
+         parse_cuda_graphs(t);  // a bad value fails here, before anything runs
+         c.cuda_graphs = t;
+       },
+       [&c] { return c.cuda_graphs; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
@@ -349,7 +360,8 @@ std::string RunConfig::derived_name() const {
 }
 
 OpsOptions RunConfig::ops_options() const {
-  return {parse_precision(precision), parse_attention_path(attention)};
+  return {parse_precision(precision), parse_attention_path(attention),
+          parse_cuda_graphs(cuda_graphs)};
 }
 
 std::string RunConfig::to_ini() const {

@@ -39,13 +39,15 @@ struct RunConfig {
   bool save_initial_weights = false;
   // MiB of gradients per all-reduce started during the last backward (0 = one sum after it).
   double reduce_bucket_mb = 25;
+  // CUDA graph replay of micro-batches: auto | on | off (ops/ops_options.hpp)
+  std::string cuda_graphs = "auto";
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 
   // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
   std::string derived_name() const;
   std::string run_name() const { return name.empty() ? derived_name() : name; }
-  // precision and attention as the backend takes them (db::Error on a bad value).
+  // precision, attention and cuda_graphs as the backend takes them (db::Error on a bad value).
   OpsOptions ops_options() const;
   // The resolved config as INI text (every key, defaults included).
   std::string to_ini() const;

@@ -285,7 +285,8 @@ void TrainingRun::start_or_resume() {
 
 // Forward and backward of this rank's sequences of the global batch (positions
 // step·G + rank·share + j of the window order), gradients accumulated over micro-batches.
-// Returns this rank's loss sum; nothing here is collective.
+// Returns this rank's loss sum, read from the device once for the whole step (the micro-batches
+// add into the model's accumulator); nothing here is collective.
 double TrainingRun::local_forward_backward(int64_t step, double grad_scale) {
   const Recipe& r = config_.recipe;
   const int T = r.seq_len;
@@ -298,18 +299,20 @@ double TrainingRun::local_forward_backward(int64_t step, double grad_scale) {
     batch_tokens_.resize(std::min(r.micro_batch_sequences, share) * T);
   }
   const std::span<int32_t> batch(batch_tokens_.data(), batch_tokens_.size());
-  double loss_sum = 0;
   for (int64_t first = 0; first < share; first += r.micro_batch_sequences) {
     const int64_t micro = std::min(r.micro_batch_sequences, share - first);
     for (int64_t j = 0; j < micro; ++j) {
       const int64_t position = step * r.global_batch_sequences + comm_.rank() * share + first + j;
       train_->read_window(order_->window_at(position), batch.subspan(j * T, T));
     }
-    // The last micro-batch's backward leaves the gradients final: buckets start during it.
-    if (buckets_ && first + r.micro_batch_sequences >= share) buckets_->arm();
-    loss_sum += model_.forward_backward(batch.data(), micro, T, grad_scale);
+    // The last micro-batch's backward leaves the gradients final: buckets start during it, from
+    // host hooks as its work is enqueued, so it runs eagerly (never replayed from a CUDA graph).
+    const bool last = first + r.micro_batch_sequences >= share;
+    if (buckets_ && last) buckets_->arm();
+    model_.accumulate_forward_backward(batch.data(), micro, T, grad_scale,
+                                       /*replayable=*/!(buckets_ && last));
   }
-  return loss_sum;
+  return model_.take_loss_sum();
 }
 
 // One step's gradients summed over the ranks, and their global norm. With buckets, sums start
@@ -471,6 +474,9 @@ TrainResult TrainingRun::finish(TrainResult result) {
     record_attention_paths();
     file_->set_attribute("status_reason", result.reason);
     file_->set_attribute("status_step", result.status_step);
+    // What ran (train.cuda_graphs): "captured", "off", "eager after capture failed: ...",
+    // "not applicable (cpu)".
+    file_->set_attribute("cuda_graphs", model_.ops().capture_status());
     if (result.status == "interrupted") {  // stays NAME.h5.tmp with status running: resumable
       file_->flush();
       return;

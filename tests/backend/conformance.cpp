@@ -266,14 +266,17 @@ BOOST_AUTO_TEST_CASE(fused_head_and_loss_match_log_softmax) {
   Buffer<float> h = on_backend(H), w = on_backend(W);
   Buffer<int32_t> t = on_backend(targets);
   Buffer<float> dhb = zeros_on_backend<float>(H.size()), dw = zeros_on_backend<float>(W.size());
-  const double got =
-      o->cross_entropy(h.data(), w.data(), t.data(), s, dhb.data(), dw.data(), grad_scale);
+  // The loss is added to an accumulator in backend memory, which holds 1 before.
+  Buffer<double> sum = on_backend(std::vector<double>{1.0});
+  o->cross_entropy(sum.data(), h.data(), w.data(), t.data(), s, dhb.data(), dw.data(), grad_scale);
+  const double got = sum.to_host()[0] - 1.0;
   std::printf("  [%s] loss %.9g, reference %.9g\n", DB_BACKEND_NAME, got, loss);
   BOOST_TEST(std::abs(got - loss) <= kTolerance * std::abs(loss));
   // The same loss without gradients: the row of each target logit is read before any write.
   Buffer<float> h2 = on_backend(H);
-  const double forward_only =
-      o->cross_entropy(h2.data(), w.data(), t.data(), s, nullptr, nullptr, 1.0);
+  Buffer<double> forward_sum = on_backend(std::vector<double>{0.0});
+  o->cross_entropy(forward_sum.data(), h2.data(), w.data(), t.data(), s, nullptr, nullptr, 1.0);
+  const double forward_only = forward_sum.to_host()[0];
   BOOST_TEST(std::abs(forward_only - loss) <= kTolerance * std::abs(loss));
   CHECK_CLOSE(dhb.to_host(), dh, "head dh");
 }

@@ -10,11 +10,15 @@
 
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
+#include "data/token_dataset.hpp"
+#include "data/window_order.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "model/model.hpp"
 #include "support/h5_tensors.hpp"
+#include "train/adamw.hpp"
 #include "train/mpi_test_main.hpp"
+#include "train/recipe.hpp"
 
 using namespace db;
 namespace fs = std::filesystem;
@@ -181,4 +185,47 @@ BOOST_AUTO_TEST_CASE(learning_rate_schedule_warms_up_then_decays_to_ten_percent)
   BOOST_TEST(std::fabs(learning_rate_at(r, 9) - 1e-3) < 1e-15);
   BOOST_TEST(std::fabs(learning_rate_at(r, 99) - 1e-4) < 1e-12);
   for (int s = 10; s < 99; ++s) BOOST_TEST(learning_rate_at(r, s + 1) <= learning_rate_at(r, s));
+}
+
+// The micro-batches' losses add into one accumulator in the backend's memory, read once per step
+// (doc/cuda.md, "Host overhead"). On the CPU the curve must be exactly what the host sum of each
+// micro-batch's returned loss gave before: the same training replayed here by hand, one
+// forward_backward (and so one read) per micro-batch, through uneven micro-batches of 3, 3, 2.
+BOOST_AUTO_TEST_CASE(the_train_loss_is_the_host_sum_of_each_micro_batch_loss_bit_for_bit) {
+  const fs::path root = fs::temp_directory_path() / "depthbench_trainer_loss_sum";
+  fs::remove_all(root);
+  RunConfig c = tiny_run(root);
+  c.recipe.steps = 4;
+  c.log_interval = 1;
+  BOOST_REQUIRE(train_run(c, Communicator::world(), false).status == "completed");
+  const auto curve = test::read_tensor(open_run(c).get(), "curves/train_loss");
+  BOOST_REQUIRE(curve.size() == 4u);
+  BOOST_TEST(read_string_attribute(open_run(c).get(), "cuda_graphs") == "not applicable (cpu)");
+
+  const Recipe& r = c.recipe;
+  data::TokenFileOptions options;
+  options.vocab_size = c.model.vocab_size;
+  const data::TokenDataset train(c.data.train_files, r.seq_len, options);
+  data::WindowOrder order(train.num_windows(), c.seed);
+  Model<float> model(c.model);
+  model.initialize(c.seed);
+  AdamW<float> optimizer(model.layout(), r);
+  const int T = r.seq_len;
+  const double grad_scale = 1.0 / (double(r.global_batch_sequences) * (T - 1));
+  std::vector<int32_t> batch(r.micro_batch_sequences * T);
+  for (int64_t step = 0; step < r.steps; ++step) {
+    model.params().zero_grads();
+    double loss_sum = 0;
+    for (int64_t first = 0; first < r.global_batch_sequences; first += r.micro_batch_sequences) {
+      const int64_t micro = std::min(r.micro_batch_sequences, r.global_batch_sequences - first);
+      for (int64_t j = 0; j < micro; ++j)
+        train.read_window(order.window_at(step * r.global_batch_sequences + first + j),
+                          std::span<int32_t>(batch).subspan(j * T, T));
+      loss_sum += model.forward_backward(batch.data(), micro, T, grad_scale);
+    }
+    const double norm = global_norm(model.params());
+    const double clip = (r.grad_clip > 0 && norm > r.grad_clip) ? r.grad_clip / norm : 1.0;
+    optimizer.step(model.params(), learning_rate_at(r, step), clip);
+    BOOST_TEST(curve[step] == loss_sum * grad_scale);
+  }
 }

@@ -93,9 +93,10 @@ class CpuOps final : public Ops<T> {
                           int d) override {
     cpu::embedding_backward(dtable, tokens, dx, rows, d);
   }
-  double cross_entropy(const T* h, const T* W, const int32_t* targets, const HeadShape& s, T* dh,
-                       T* dW, double grad_scale) override {
-    return cpu::lm_head_cross_entropy(h, W, targets, s, dh, dW, grad_scale);
+  void cross_entropy(double* loss_sum, const T* h, const T* W, const int32_t* targets,
+                     const HeadShape& s, T* dh, T* dW, double grad_scale) override {
+    // The same additions in the same order as a host sum of the returned micro-batch sums.
+    *loss_sum += cpu::lm_head_cross_entropy(h, W, targets, s, dh, dW, grad_scale);
   }
   void cross_entropy_rows(double* losses, const T* h, const T* W, const int32_t* targets,
                           const HeadShape& s) override {
@@ -109,6 +110,9 @@ class CpuOps final : public Ops<T> {
 
   void copy(T* dst, const T* src, int64_t count) override {
     if (dst != src) std::copy_n(src, count, dst);
+  }
+  void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) override {
+    std::copy_n(host, count, dst);
   }
   void axpby(T* y, T a, const T* x, T b, int64_t count) override {
     if (b == T(0)) {

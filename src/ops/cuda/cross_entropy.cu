@@ -57,8 +57,8 @@ __global__ void softmax_xent_kernel(float* __restrict__ row_loss, TD* dlogits, c
     }
 }
 
-// Sum of n floats in double, one block, fixed order.
-__global__ void sum_kernel(double* out, const float* values, int64_t n) {
+// *out += the sum of n floats in double, one block, fixed order.
+__global__ void add_sum_kernel(double* out, const float* values, int64_t n) {
   __shared__ double partial[256];
   double s = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += values[i];
@@ -68,7 +68,7 @@ __global__ void sum_kernel(double* out, const float* values, int64_t n) {
     if (int(threadIdx.x) < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *out = partial[0];
+  if (threadIdx.x == 0) *out += partial[0];
 }
 
 // The chunked head pass: row_loss [rows] (device) for every row and, with dh, the gradients.
@@ -109,20 +109,29 @@ void head_pass(GemmHandle& gh, float* row_loss, const T* h, const T* W, const in
 }  // namespace
 
 template <class T>
+void lm_head_cross_entropy_add(GemmHandle& gh, double* loss_sum, const T* h, const T* W,
+                               const int32_t* targets, const HeadShape& s, T* dh, float* dW,
+                               double grad_scale, cudaStream_t stream) {
+  if (s.rows <= 0) return;
+  float* row_loss = nullptr;
+  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  head_pass(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
+  add_sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
+}
+
+template <class T>
 double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32_t* targets,
                              const HeadShape& s, T* dh, float* dW, double grad_scale,
                              cudaStream_t stream) {
   if (s.rows <= 0) return 0.0;
-  float* row_loss = nullptr;
   double* loss_sum = nullptr;
-  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
   CUDA_CHECK(malloc_async(&loss_sum, sizeof(double), stream));
-  head_pass(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
-  sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemsetAsync(loss_sum, 0, sizeof(double), stream));
+  lm_head_cross_entropy_add(gh, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream);
   double result = 0;
   CUDA_CHECK(cudaMemcpyAsync(&result, loss_sum, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
   CUDA_CHECK(cudaFreeAsync(loss_sum, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
@@ -150,6 +159,12 @@ void lm_head_logits(GemmHandle& gh, float* logits, const T* h, const T* W, const
        stream);
 }
 
+template void lm_head_cross_entropy_add<float>(GemmHandle&, double*, const float*, const float*,
+                                               const int32_t*, const HeadShape&, float*, float*,
+                                               double, cudaStream_t);
+template void lm_head_cross_entropy_add<bf16>(GemmHandle&, double*, const bf16*, const bf16*,
+                                              const int32_t*, const HeadShape&, bf16*, float*,
+                                              double, cudaStream_t);
 template double lm_head_cross_entropy<float>(GemmHandle&, const float*, const float*,
                                              const int32_t*, const HeadShape&, float*, float*,
                                              double, cudaStream_t);

@@ -5,17 +5,26 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/shapes.hpp"
 #include "ops/cuda/gemm.hpp"
 #include "ops/cuda/types.hpp"
+#include "ops/shapes.hpp"
 
 namespace db::cuda {
 
 using ::db::HeadShape;
 
-// Returns the summed loss (double; synchronises the stream). With dh != null also computes
-// gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with target < 0 add
-// nothing.
+// Adds the summed loss (double) to *loss_sum (device memory) without synchronising: the
+// micro-batches of a step accumulate on the device (Ops::cross_entropy). With dh != null also
+// computes gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with target < 0
+// add nothing.
+template <class T>
+void lm_head_cross_entropy_add(GemmHandle& gemm_handle, double* loss_sum, const T* h, const T* W,
+                               const int32_t* targets, const HeadShape& s, T* dh, float* dW,
+                               double grad_scale, cudaStream_t stream = nullptr);
+
+// The same, returning the summed loss (double; synchronises the stream): the tests' form. With dh
+// != null also computes gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with
+// target < 0 add nothing.
 template <class T>
 double lm_head_cross_entropy(GemmHandle& gemm_handle, const T* h, const T* W,
                              const int32_t* targets, const HeadShape& s, T* dh, float* dW,

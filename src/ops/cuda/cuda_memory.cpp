@@ -5,26 +5,51 @@
 #include <mutex>
 #include <set>
 
+#include "core/error.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/op_stream.hpp"
 
 namespace db::cuda {
 namespace {
 
-// Every op and copy of the backend runs on the legacy default stream (cuda_ops.cpp).
-constexpr cudaStream_t kStream = nullptr;
-
+// Every op and copy of the backend runs on current_stream(): the legacy default stream, or the
+// capture stream while a micro-batch is captured (op_stream.hpp).
 class CudaMemory final : public MemoryResource {
  public:
   const char* name() const override { return "cuda"; }
   bool is_host() const override { return false; }
-  void* allocate(size_t bytes) override { return device_allocate(bytes, kStream); }
-  void release(void* data, size_t) noexcept override { device_release(data, kStream); }
+  void* allocate(size_t bytes) override {
+    void* p = device_allocate(bytes, current_stream());
+    if (BufferWatch* w = BufferWatch::current(); w && p) w->on_allocate(p);
+    return p;
+  }
+  void release(void* data, size_t) noexcept override {
+    if (!data) return;
+    BufferWatch* w = BufferWatch::current();
+    if (!(w && w->on_release(data))) note_buffer_release();  // a graph may hold its address
+    device_release(data, current_stream());
+  }
   // Synchronous on the default stream, so a host source or destination is ready on return.
+  // While capturing, only device-to-device copies (recorded on the capture stream): a host copy
+  // would be replayed with whatever the host memory holds then.
   void copy(void* dst, const void* src, size_t bytes) override {
-    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    if (!capturing()) {
+      CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+      return;
+    }
+    if (!is_device(dst) || !is_device(src))  // Error is header-only: no link to depthbench_lib
+      throw Error("a copy between host and device memory inside a captured micro-batch");
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_stream()));
   }
   void zero(void* data, size_t bytes) override {
-    CUDA_CHECK(cudaMemsetAsync(data, 0, bytes, kStream));
+    CUDA_CHECK(cudaMemsetAsync(data, 0, bytes, current_stream()));
+  }
+
+ private:
+  static bool is_device(const void* p) {
+    cudaPointerAttributes attributes{};
+    return cudaPointerGetAttributes(&attributes, p) == cudaSuccess &&
+           attributes.type == cudaMemoryTypeDevice;
   }
 };
 
@@ -73,15 +98,27 @@ MemorySpace pinned_host_space() {
   return MemorySpace(&pinned_host_memory);
 }
 
+// The scratch of a replayed CUDA graph (cuda_graph.hpp) lives in the device's graph memory, not
+// in the pool: the mark adds both (an upper bound, the two peaks need not coincide).
 size_t peak_memory_bytes() {
-  uint64_t high = 0;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  uint64_t high = 0, graph_high = 0;
   CUDA_CHECK(cudaMemPoolGetAttribute(current_pool(), cudaMemPoolAttrUsedMemHigh, &high));
-  return size_t(high);
+  CUDA_CHECK(cudaDeviceGetGraphMemAttribute(device, cudaGraphMemAttrUsedMemHigh, &graph_high));
+  return size_t(high + graph_high);
 }
 
 void reset_peak_memory() {
-  uint64_t zero = 0;  // the only value the attribute takes: resets the mark to the current use
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  uint64_t zero = 0;  // the only value the attributes take: resets the marks to the current use
   CUDA_CHECK(cudaMemPoolSetAttribute(current_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
+  CUDA_CHECK(cudaDeviceSetGraphMemAttribute(device, cudaGraphMemAttrUsedMemHigh, &zero));
+}
+
+void release_unused_pool_memory() {
+  trim_pool();
 }
 
 void configure_memory_pool(int device) {

@@ -29,6 +29,9 @@ void release_cached_memory();
 // pool was made), and its reset to what is in use now.
 size_t peak_memory_bytes();
 void reset_peak_memory();
+// Returns the pool's unused memory to the device without waiting: after a micro-batch is
+// captured, its scratch lives in graph memory and the pool's copy of it would sit idle.
+void release_unused_pool_memory();
 
 // Page-locked host memory (cudaHostAlloc): host memory to every reader, copied to the device by
 // DMA without the driver's staging copy. Token batches live there (Backend::staging_space).

@@ -5,25 +5,30 @@
 #include "ops/cuda/attention_paths.hpp"
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/cuda_graph.hpp"
 #include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/embedding.hpp"
 #include "ops/cuda/gemm.hpp"
+#include "ops/cuda/op_stream.hpp"
 #include "ops/cuda/rmsnorm.hpp"
 #include "ops/cuda/rope.hpp"
 #include "ops/cuda/swiglu.hpp"
+#include "ops/cuda/token_upload.hpp"
 
 namespace db::cuda {
 namespace {
 
-// Every op is enqueued on one stream (the legacy default stream, which also orders the
-// synchronous copies and the pool allocations of cuda_memory.cpp); only the ops that return host
-// values synchronise.
+// Every op is enqueued on one stream, current_stream() (op_stream.hpp): the legacy default
+// stream, which also orders the synchronous copies and the pool allocations of cuda_memory.cpp,
+// or the capture stream while a micro-batch is captured (train.cuda_graphs, cuda_graph.hpp);
+// only the ops that return host values synchronise.
 class CudaOps final : public Ops<float> {
  public:
   explicit CudaOps(const OpsOptions& options)
       : gemm_(size_t(32) << 20, /*bf16_math=*/options.precision == Precision::bf16),
-        attention_(options.attention, options.precision) {}
+        attention_(options.attention, options.precision),
+        graphs_(options.cuda_graphs) {}
   MemorySpace space() const override { return cuda_memory_space(); }
   const char* name() const override { return "cuda"; }
   std::string attention_paths() const override { return attention_.report(); }
@@ -31,35 +36,35 @@ class CudaOps final : public Ops<float> {
   // --- products ---
   void gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
             const float* B, int ldb, float beta, float* C, int ldc) override {
-    cuda::gemm(gemm_, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
+    cuda::gemm(gemm_, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream());
   }
   void linear_forward(float* y, const float* x, const float* W, int64_t rows, int in,
                       int out) override {
-    cuda::linear_forward(gemm_, y, x, W, rows, in, out, stream_);
+    cuda::linear_forward(gemm_, y, x, W, rows, in, out, stream());
   }
   void linear_backward(float* dx, float* dW, const float* dy, const float* x, const float* W,
                        int64_t rows, int in, int out, bool accumulate_dx) override {
-    cuda::linear_backward(gemm_, dx, dW, dy, x, W, rows, in, out, accumulate_dx, stream_);
+    cuda::linear_backward(gemm_, dx, dW, dy, x, W, rows, in, out, accumulate_dx, stream());
   }
 
   // --- norms ---
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* gain, int64_t rows,
                        int width, double eps) override {
-    cuda::rmsnorm_forward(y, rstd, x, gain, rows, width, eps, stream_);
+    cuda::rmsnorm_forward(y, rstd, x, gain, rows, width, eps, stream());
   }
   void rmsnorm_backward(float* dx, float* dgain, const float* dy, const float* x, const float* gain,
                         const float* rstd, int64_t rows, int width, bool accumulate_dx) override {
-    cuda::rmsnorm_backward(dx, dgain, dy, x, gain, rstd, rows, width, accumulate_dx, stream_);
+    cuda::rmsnorm_backward(dx, dgain, dy, x, gain, rstd, rows, width, accumulate_dx, stream());
   }
   void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* gain,
                          int64_t rows, int width, double eps) override {
-    cuda::layernorm_forward(y, mean, rstd, x, gain, rows, width, eps, stream_);
+    cuda::layernorm_forward(y, mean, rstd, x, gain, rows, width, eps, stream());
   }
   void layernorm_backward(float* dx, float* dgain, const float* dy, const float* x,
                           const float* gain, const float* mean, const float* rstd, int64_t rows,
                           int width, bool accumulate_dx) override {
     cuda::layernorm_backward(dx, dgain, dy, x, gain, mean, rstd, rows, width, accumulate_dx,
-                             stream_);
+                             stream());
   }
 
   // --- attention sublayer pieces ---
@@ -68,70 +73,71 @@ class CudaOps final : public Ops<float> {
     if (std::tie(rope_.seq_len, rope_.head_dim, rope_theta_) !=
         std::tie(seq_len, head_dim, theta)) {
       // The old tables may still be read by queued kernels: wait before freeing them.
-      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      CUDA_CHECK(cudaStreamSynchronize(stream()));
       rope_ = RopeTable(seq_len, head_dim, theta);
+      note_buffer_release();  // a captured micro-batch reads the old tables: capture again
       rope_theta_ = theta;
     }
-    rope_apply(x, rope_, batch, seq_len, heads, inverse, stream_);
+    rope_apply(x, rope_, batch, seq_len, heads, inverse, stream());
   }
   void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s) override {
-    attention_.forward(o, lse, q, k, v, s, stream_);
+    attention_.forward(o, lse, q, k, v, s, stream());
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* d_o, const float* o,
                           const float* lse, const float* q, const float* k, const float* v,
                           const AttentionShape& s) override {
-    attention_.backward(dq, dk, dv, d_o, o, lse, q, k, v, s, stream_);
+    attention_.backward(dq, dk, dv, d_o, o, lse, q, k, v, s, stream());
   }
   void moda_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                               const float* depth_k, const float* depth_v,
                               const ModaShape& s) override {
-    attention_.moda_forward(o, lse, q, k, v, depth_k, depth_v, s, stream_);
+    attention_.moda_forward(o, lse, q, k, v, depth_k, depth_v, s, stream());
   }
   void moda_attention_backward(float* dq, float* dk, float* dv, float* d_depth_k, float* d_depth_v,
                                const float* d_o, const float* o, const float* lse, const float* q,
                                const float* k, const float* v, const float* depth_k,
                                const float* depth_v, const ModaShape& s) override {
     attention_.moda_backward(dq, dk, dv, d_depth_k, d_depth_v, d_o, o, lse, q, k, v, depth_k,
-                             depth_v, s, stream_);
+                             depth_v, s, stream());
   }
   void swiglu_forward(float* h, const float* a, const float* b, int64_t count) override {
-    cuda::swiglu_forward(h, a, b, count, stream_);
+    cuda::swiglu_forward(h, a, b, count, stream());
   }
   void swiglu_backward(float* da, float* db, const float* dh, const float* a, const float* b,
                        int64_t count) override {
-    cuda::swiglu_backward(da, db, dh, a, b, count, stream_);
+    cuda::swiglu_backward(da, db, dh, a, b, count, stream());
   }
 
   // --- embedding and LM head ---
   void embedding_forward(float* x, const int32_t* tokens, const float* table, int64_t rows,
                          int d) override {
-    cuda::embedding_forward(x, tokens, table, rows, d, stream_);
+    cuda::embedding_forward(x, tokens, table, rows, d, stream());
   }
   void embedding_backward(float* dtable, const int32_t* tokens, const float* dx, int64_t rows,
                           int d) override {
-    cuda::embedding_backward(dtable, tokens, dx, rows, d, stream_);
+    cuda::embedding_backward(dtable, tokens, dx, rows, d, stream());
   }
-  double cross_entropy(const float* h, const float* W, const int32_t* targets, const HeadShape& s,
-                       float* dh, float* dW, double grad_scale) override {
-    return lm_head_cross_entropy(gemm_, h, W, targets, s, dh, dW, grad_scale, stream_);
+  void cross_entropy(double* loss_sum, const float* h, const float* W, const int32_t* targets,
+                     const HeadShape& s, float* dh, float* dW, double grad_scale) override {
+    lm_head_cross_entropy_add(gemm_, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream());
   }
   void cross_entropy_rows(double* losses, const float* h, const float* W, const int32_t* targets,
                           const HeadShape& s) override {
-    lm_head_row_losses(gemm_, losses, h, W, targets, s, stream_);
+    lm_head_row_losses(gemm_, losses, h, W, targets, s, stream());
   }
   void logits(float* out, const float* h, const float* W, const HeadShape& s) override {
-    lm_head_logits(gemm_, out, h, W, s, stream_);
+    lm_head_logits(gemm_, out, h, W, s, stream());
   }
 
   // --- element-wise ---
   void copy(float* dst, const float* src, int64_t count) override {
     if (dst == src || count <= 0) return;
     CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(count) * sizeof(float), cudaMemcpyDeviceToDevice,
-                               stream_));
+                               stream()));
   }
   void axpby(float* y, float a, const float* x, float b, int64_t count) override {
-    cuda::axpby(y, a, x, b, count, stream_);
+    cuda::axpby(y, a, x, b, count, stream());
   }
   void copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
                  int width) override {
@@ -139,17 +145,28 @@ class CudaOps final : public Ops<float> {
     if (rows == 1) return copy(dst, src, width);  // a pitch may be shorter than one row
     CUDA_CHECK(cudaMemcpy2DAsync(dst, size_t(dst_stride) * sizeof(float), src,
                                  size_t(src_stride) * sizeof(float), size_t(width) * sizeof(float),
-                                 size_t(rows), cudaMemcpyDeviceToDevice, stream_));
+                                 size_t(rows), cudaMemcpyDeviceToDevice, stream()));
   }
 
-  // --- the n-stream state ---
+  // --- tokens ---
+  void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) override {
+    tokens_.upload(dst, host, count, stream());
+  }
+
+  // --- replay of recorded micro-batches ---
+  void run_captured(const std::string& key, const std::function<void()>& body) override {
+    graphs_.run(key, body);
+  }
+  std::string capture_status() const override { return graphs_.status(); }
 
  private:
-  cudaStream_t stream_ = nullptr;  // the legacy default stream
+  static cudaStream_t stream() { return current_stream(); }
   GemmHandle gemm_;
   AttentionPaths attention_;  // train.attention: which kernel runs each shape
   RopeTable rope_;
   double rope_theta_ = 0;
+  MicroBatchGraphs graphs_;  // train.cuda_graphs
+  TokenUpload tokens_;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The CUDA side of the generic launchers (ops/launch.hpp): kernel templates that run a design's
 // DB_HD functor, instantiated in the nvcc-compiled file that launches it. Kernels run on the
-// legacy default stream, as every kernel of the CUDA backend (cuda_ops.cpp).
+// backend's current stream, as every kernel of the CUDA backend (ops/cuda/op_stream.hpp).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "ops/cuda/op_stream.hpp"
 
 namespace db {
 template <class T>
@@ -39,7 +40,7 @@ __global__ void for_each_index_kernel(int64_t count, F f) {
 
 template <class F>
 void for_each_index(int64_t count, const F& f) {
-  for_each_index_kernel<<<blocks_for(count), kThreads>>>(count, f);
+  for_each_index_kernel<<<blocks_for(count), kThreads, 0, cuda::current_stream()>>>(count, f);
   check(cudaGetLastError(), "for_each_index launch");
 }
 
@@ -114,7 +115,8 @@ __global__ void for_each_row_lanes_kernel(int64_t rows, F f) {
 
 template <class F>
 void for_each_row_lanes(int64_t rows, const F& f) {
-  for_each_row_lanes_kernel<<<blocks_for_warps(rows), kThreads>>>(rows, f);
+  for_each_row_lanes_kernel<<<blocks_for_warps(rows), kThreads, 0, cuda::current_stream()>>>(rows,
+                                                                                             f);
   check(cudaGetLastError(), "for_each_row_lanes launch");
 }
 
@@ -131,49 +133,41 @@ __global__ void chunk_sums_lanes_kernel(int64_t rows, int width, double* partial
   for (int64_t r = begin; r < end; ++r) f(r, sums, WarpLanes{});
 }
 
-template <class T>
-__global__ void add_partials_kernel(SumTargets<T> targets, const double* partials, int64_t chunks);
-
-// The partials of `chunks` rows added in chunk order into the targets (a scratch of the
-// stream-ordered pool), after `fill` wrote them.
+// The partials of `chunks` chunks of rows, written by fill(partials, stream), added in chunk
+// order into the targets; the partials are a scratch block of the stream-ordered pool.
 template <class T, class Fill>
 void sum_partials(const SumTargets<T>& targets, int64_t chunks, const Fill& fill) {
   const int width = targets.width();
+  const cudaStream_t stream = cuda::current_stream();
   double* partials = nullptr;
-  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), 0),
-        "cudaMallocAsync (row sums)");
-  fill(partials);
+  check(
+      cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), stream),
+      "cudaMallocAsync (row sums)");
+  fill(partials, stream);
   check(cudaGetLastError(), "row sums launch");
   if (width > 0) {
-    add_partials_kernel<<<blocks_for(width), kThreads>>>(targets, partials, chunks);
+    add_partials_kernel<<<blocks_for(width), kThreads, 0, stream>>>(targets, partials, chunks);
     check(cudaGetLastError(), "row sums partials launch");
   }
-  check(cudaFreeAsync(partials, 0), "cudaFreeAsync (row sums)");
+  check(cudaFreeAsync(partials, stream), "cudaFreeAsync (row sums)");
 }
 
 template <class T, class F>
 void for_each_row_sum_lanes(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int64_t chunks = (rows + kRowsPerWarpChunk - 1) / kRowsPerWarpChunk;
-  sum_partials(targets, chunks, [&](double* partials) {
-    chunk_sums_lanes_kernel<<<blocks_for_warps(chunks), kThreads>>>(rows, targets.width(), partials,
-                                                                    f);
+  sum_partials(targets, chunks, [&](double* partials, cudaStream_t stream) {
+    chunk_sums_lanes_kernel<<<blocks_for_warps(chunks), kThreads, 0, stream>>>(
+        rows, targets.width(), partials, f);
   });
 }
 
 template <class T, class F>
 void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
-  const int width = targets.width();
   const int64_t chunks = chunk_count(rows);
-  double* partials = nullptr;
-  check(cudaMallocAsync(&partials, sizeof(double) * size_t(chunks) * (width > 0 ? width : 1), 0),
-        "cudaMallocAsync (row sums)");
-  chunk_sums_kernel<<<blocks_for(chunks), kThreads>>>(rows, width, partials, f);
-  check(cudaGetLastError(), "for_each_row_sum launch");
-  if (width > 0) {
-    add_partials_kernel<<<blocks_for(width), kThreads>>>(targets, partials, chunks);
-    check(cudaGetLastError(), "for_each_row_sum partials launch");
-  }
-  check(cudaFreeAsync(partials, 0), "cudaFreeAsync (row sums)");
+  sum_partials(targets, chunks, [&](double* partials, cudaStream_t stream) {
+    chunk_sums_kernel<<<blocks_for(chunks), kThreads, 0, stream>>>(rows, targets.width(), partials,
+                                                                   f);
+  });
 }
 
 }  // namespace db::cuda_launch
