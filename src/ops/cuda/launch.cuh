@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "ops/cuda/kernel_util.cuh"
 #include "ops/cuda/op_stream.hpp"
 
 namespace db {
@@ -83,15 +84,14 @@ struct WarpLanes {
   __host__ __device__ bool leader() const {
     return first() == 0;
   }
-  // A butterfly: a + b = b + a exactly, so every lane ends with the same bits.
+  // warp_sum's butterfly: a + b = b + a exactly, so every lane ends with the same bits.
   template <class A>
   __host__ __device__ A sum(A part) const {
 #if defined(__CUDA_ARCH__)
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      part += __shfl_xor_sync(0xffffffffu, part, offset);
-#endif
+    return cuda::detail::warp_sum(part);
+#else
     return part;
+#endif
   }
 };
 
@@ -100,9 +100,7 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr int64_t kRowsPerWarpChunk = 8;
 
 inline unsigned blocks_for_warps(int64_t warps) {
-  int64_t blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  if (blocks > 65536 * 8) blocks = 65536 * 8;  // grid-stride beyond that
-  return unsigned(blocks < 1 ? 1 : blocks);
+  return blocks_for(warps * 32);
 }
 
 // One warp per row; a warp's lanes always take the same row, so its sums see every lane.
