@@ -15,8 +15,10 @@
 #include <memory>
 #include <string>
 
+#include "core/bfloat16.hpp"
 #include "core/memory.hpp"
 #include "ops/shapes.hpp"
+#include "ops/storage_ops.hpp"
 
 namespace db {
 
@@ -105,6 +107,11 @@ class Ops {
   // enqueued before and after it and without waiting for that work: the host may overwrite
   // `host` on return. (The CUDA backend copies through its own page-locked slots.)
   virtual void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) = 0;
+
+  // --- activations stored in bf16 (train.activation_dtype, ops/storage_ops.hpp) -------------
+  // The sublayer cores' ops on bf16 storage, owned by this object; null where the backend has
+  // none (the CPU in double: the gradient checks store what they compute).
+  virtual StorageOps<T, bfloat16>* bf16_storage() { return nullptr; }
 
   // --- replay of a recorded micro-batch (train.cuda_graphs, doc/cuda.md) --------------------
   // Runs body, which enqueues work on this backend (one micro-batch's forward and backward). A

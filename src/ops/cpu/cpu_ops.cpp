@@ -1,6 +1,7 @@
 #include "ops/cpu/cpu_ops.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "ops/cpu/attention.hpp"
@@ -12,9 +13,24 @@
 #include "ops/cpu/rmsnorm.hpp"
 #include "ops/cpu/rope.hpp"
 #include "ops/cpu/swiglu.hpp"
+#include "ops/storage_ops_widening.hpp"
 
 namespace db {
 namespace {
+
+// bf16 storage on the CPU: float arithmetic on the widened values, rounded where stored.
+class CpuBf16Storage final : public WideningStorageOps<float, bfloat16> {
+ public:
+  using WideningStorageOps::WideningStorageOps;
+  void narrow(bfloat16* dst, const float* src, int64_t count) override {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) dst[i] = to_bfloat16(src[i]);
+  }
+  void widen(float* dst, const bfloat16* src, int64_t count) override {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) dst[i] = to_float(src[i]);
+  }
+};
 
 template <class T>
 class CpuOps final : public Ops<T> {
@@ -22,6 +38,14 @@ class CpuOps final : public Ops<T> {
   MemorySpace space() const override { return MemorySpace::host; }
   const char* name() const override { return "cpu"; }
   std::string attention_paths() const override { return "cpu"; }
+  StorageOps<T, bfloat16>* bf16_storage() override {
+    if constexpr (!std::is_same_v<T, float>) {
+      return nullptr;
+    } else {
+      if (!bf16_storage_) bf16_storage_ = std::make_unique<CpuBf16Storage>(*this);
+      return bf16_storage_.get();
+    }
+  }
 
   void gemm(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B,
             int ldb, T beta, T* C, int ldc) override {
@@ -135,6 +159,7 @@ class CpuOps final : public Ops<T> {
  private:
   cpu::RopeTable rope_;
   double rope_theta_ = 0;
+  std::unique_ptr<StorageOps<T, bfloat16>> bf16_storage_;
 };
 
 }  // namespace
