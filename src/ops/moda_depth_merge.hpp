@@ -124,9 +124,10 @@ DB_HD A softmax_scale(const ModaShape& s) {
 }
 
 // Forward of row n, query head h: o and lse hold the sequence part's on entry and the joint
-// softmax's on return. Only lane 0 writes lse.
-template <class A, class T, class Lanes>
-DB_HD void forward_row(T* o, T* lse, const T* q, const T* depth_k, const T* depth_v,
+// softmax's on return. Only lane 0 writes lse. T: the tensors' type, L: lse's (fp32 beside bf16
+// tensors under bf16 activation storage); both computed in A.
+template <class A, class T, class L, class Lanes>
+DB_HD void forward_row(T* o, L* lse, const T* q, const T* depth_k, const T* depth_v,
                        const ModaShape& s, int64_t n, int h, const Lanes& lanes) {
   using std::exp;
   using std::log;
@@ -154,15 +155,15 @@ DB_HD void forward_row(T* o, T* lse, const T* q, const T* depth_k, const T* dept
   out.scale(lanes, A(1) / sum, hd);
   out.store(lanes, o_row, hd);
   const A joint = mx + log(sum);
-  if (lanes.lane() == 0) lse[lse_offset(s, n, h)] = T(joint);
+  if (lanes.lane() == 0) lse[lse_offset(s, n, h)] = L(joint);
 }
 
 // Backward of row n, kv head g: the depth part's gradients of every query head of the group, in
 // head order (one thread group owns the token's entries of kv head g: no atomics). dq holds the
 // sequence part's gradient and is added to; d_depth_k, d_depth_v are added to. o and lse are the
 // joint forward's.
-template <class A, class T, class Lanes>
-DB_HD void backward_row(T* dq, T* d_depth_k, T* d_depth_v, const T* d_o, const T* o, const T* lse,
+template <class A, class T, class L, class Lanes>
+DB_HD void backward_row(T* dq, T* d_depth_k, T* d_depth_v, const T* d_o, const T* o, const L* lse,
                         const T* q, const T* depth_k, const T* depth_v, const ModaShape& s,
                         int64_t n, int g, const Lanes& lanes) {
   using std::exp;

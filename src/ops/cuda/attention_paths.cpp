@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <type_traits>
 
 #include "ops/cuda/attention_convert.hpp"
 #include "ops/cuda/cuda_check.hpp"
@@ -24,26 +25,65 @@ void note(const std::string& line) {
   std::fflush(stdout);
 }
 
-// bf16 copies of one call's tensors, [rows, width] with the head dim padded to `width`.
-struct Bf16Tensors {
+// Where one call's tensors meet a fast path: bf16 [rows, width], the head dim padded to `width`
+// for cuDNN.
+struct FastLayout {
   int64_t q_rows, kv_rows;
   int head_dim, width;
-  Bf16Tensors(const AttentionShape& s, int padded_width)
+  FastLayout(const AttentionShape& s, AttentionPath path)
       : q_rows(s.batch * s.seq_len * s.heads),
         kv_rows(s.batch * s.seq_len * s.kv_heads),
         head_dim(s.head_dim),
-        width(padded_width) {}
-  ScratchBuffer<bf16> q_sized(cudaStream_t stream) const {
-    return ScratchBuffer<bf16>(size_t(q_rows) * width, stream);
+        width(path == AttentionPath::cudnn ? CudnnAttention::padded_head_dim(s.head_dim)
+                                           : s.head_dim) {}
+};
+
+// The bf16 tensor a fast path reads: the caller's own when it is bf16 at the path's width (bf16
+// storage, no padding), else a converted or padded copy from the stream-ordered pool.
+class FastInput {
+ public:
+  FastInput(const float* src, int64_t rows, const FastLayout& t, cudaStream_t stream)
+      : copy_(size_t(rows) * t.width, stream), data_(copy_.data()) {
+    to_padded_bf16(copy_.data(), src, rows, t.head_dim, t.width, stream);
   }
-  ScratchBuffer<bf16> kv_sized(cudaStream_t stream) const {
-    return ScratchBuffer<bf16>(size_t(kv_rows) * width, stream);
+  FastInput(const bf16* src, int64_t rows, const FastLayout& t, cudaStream_t stream)
+      : copy_(t.width == t.head_dim ? 0 : size_t(rows) * t.width, stream),
+        data_(t.width == t.head_dim ? src : copy_.data()) {
+    if (t.width != t.head_dim) to_padded_bf16(copy_.data(), src, rows, t.head_dim, t.width, stream);
   }
-  ScratchBuffer<bf16> copy(const float* x, int64_t rows, cudaStream_t stream) const {
-    ScratchBuffer<bf16> out(size_t(rows) * width, stream);
-    to_padded_bf16(out.data(), x, rows, head_dim, width, stream);
-    return out;
+  const bf16* data() const { return data_; }
+
+ private:
+  ScratchBuffer<bf16> copy_;  // empty when the caller's tensor is read directly
+  const bf16* data_;
+};
+
+// The bf16 tensor a fast path writes, and its way into the caller's dst (float or bf16): dst
+// itself when it is bf16 at the path's width, else a pool block that store() copies out.
+template <class D>
+class FastOutput {
+ public:
+  FastOutput(D* dst, int64_t rows, const FastLayout& t, cudaStream_t stream)
+      : dst_(dst),
+        rows_(rows),
+        head_dim_(t.head_dim),
+        width_(t.width),
+        copy_(in_place() ? 0 : size_t(rows) * t.width, stream) {}
+  bf16* data() const {
+    if constexpr (std::is_same_v<D, bf16>)
+      if (in_place()) return dst_;
+    return copy_.data();
   }
+  void store(cudaStream_t stream) const {
+    if (!in_place()) from_padded_bf16(dst_, copy_.data(), rows_, head_dim_, width_, stream);
+  }
+
+ private:
+  bool in_place() const { return std::is_same_v<D, bf16> && width_ == head_dim_; }
+  D* dst_;
+  int64_t rows_;
+  int head_dim_, width_;
+  ScratchBuffer<bf16> copy_;
 };
 
 }  // namespace
@@ -118,17 +158,7 @@ void AttentionPaths::run_forward(AttentionPath path, float* o, float* lse, const
                                  const float* k, const float* v, const AttentionShape& s,
                                  cudaStream_t stream) {
   if (path == AttentionPath::reference) return attention_forward<float>(o, lse, q, k, v, s, stream);
-  const bool cudnn = path == AttentionPath::cudnn;
-  const Bf16Tensors t(s, cudnn ? CudnnAttention::padded_head_dim(s.head_dim) : s.head_dim);
-  const ScratchBuffer<bf16> q16 = t.copy(q, t.q_rows, stream);
-  const ScratchBuffer<bf16> k16 = t.copy(k, t.kv_rows, stream);
-  const ScratchBuffer<bf16> v16 = t.copy(v, t.kv_rows, stream);
-  const ScratchBuffer<bf16> o16 = t.q_sized(stream);
-  if (cudnn)
-    cudnn_.forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
-  else
-    flash_attention_forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
-  from_padded_bf16(o, o16.data(), t.q_rows, s.head_dim, t.width, stream);
+  run_fast_forward(path, o, lse, q, k, v, s, stream);
 }
 
 void AttentionPaths::run_backward(AttentionPath path, float* dq, float* dk, float* dv,
@@ -137,25 +167,41 @@ void AttentionPaths::run_backward(AttentionPath path, float* dq, float* dk, floa
                                   const AttentionShape& s, cudaStream_t stream) {
   if (path == AttentionPath::reference)
     return attention_backward<float>(dq, dk, dv, d_o, o, lse, q, k, v, s, stream);
-  const bool cudnn = path == AttentionPath::cudnn;
-  const Bf16Tensors t(s, cudnn ? CudnnAttention::padded_head_dim(s.head_dim) : s.head_dim);
-  const ScratchBuffer<bf16> q16 = t.copy(q, t.q_rows, stream);
-  const ScratchBuffer<bf16> k16 = t.copy(k, t.kv_rows, stream);
-  const ScratchBuffer<bf16> v16 = t.copy(v, t.kv_rows, stream);
-  const ScratchBuffer<bf16> o16 = t.copy(o, t.q_rows, stream);
-  const ScratchBuffer<bf16> do16 = t.copy(d_o, t.q_rows, stream);
-  const ScratchBuffer<bf16> dq16 = t.q_sized(stream);
-  const ScratchBuffer<bf16> dk16 = t.kv_sized(stream);
-  const ScratchBuffer<bf16> dv16 = t.kv_sized(stream);
-  if (cudnn)
+  run_fast_backward(path, dq, dk, dv, d_o, o, lse, q, k, v, s, stream);
+}
+
+template <class S>
+void AttentionPaths::run_fast_forward(AttentionPath path, S* o, float* lse, const S* q, const S* k,
+                                      const S* v, const AttentionShape& s, cudaStream_t stream) {
+  const FastLayout t(s, path);
+  const FastInput q16(q, t.q_rows, t, stream), k16(k, t.kv_rows, t, stream),
+      v16(v, t.kv_rows, t, stream);
+  const FastOutput<S> o16(o, t.q_rows, t, stream);
+  if (path == AttentionPath::cudnn)
+    cudnn_.forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
+  else
+    flash_attention_forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
+  o16.store(stream);
+}
+
+template <class S>
+void AttentionPaths::run_fast_backward(AttentionPath path, S* dq, S* dk, S* dv, const S* d_o,
+                                       const S* o, const float* lse, const S* q, const S* k,
+                                       const S* v, const AttentionShape& s, cudaStream_t stream) {
+  const FastLayout t(s, path);
+  const FastInput q16(q, t.q_rows, t, stream), k16(k, t.kv_rows, t, stream),
+      v16(v, t.kv_rows, t, stream), o16(o, t.q_rows, t, stream), do16(d_o, t.q_rows, t, stream);
+  const FastOutput<S> dq16(dq, t.q_rows, t, stream), dk16(dk, t.kv_rows, t, stream),
+      dv16(dv, t.kv_rows, t, stream);
+  if (path == AttentionPath::cudnn)
     cudnn_.backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse, q16.data(),
                     k16.data(), v16.data(), s, stream);
   else
     flash_attention_backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse,
                              q16.data(), k16.data(), v16.data(), s, stream);
-  from_padded_bf16(dq, dq16.data(), t.q_rows, s.head_dim, t.width, stream);
-  from_padded_bf16(dk, dk16.data(), t.kv_rows, s.head_dim, t.width, stream);
-  from_padded_bf16(dv, dv16.data(), t.kv_rows, s.head_dim, t.width, stream);
+  dq16.store(stream);
+  dk16.store(stream);
+  dv16.store(stream);
 }
 
 // MoDA: the sequence part through the shape's path, then the depth entries merged into o and lse
@@ -163,7 +209,7 @@ void AttentionPaths::run_backward(AttentionPath path, float* dq, float* dk, floa
 void AttentionPaths::moda_forward(float* o, float* lse, const float* q, const float* k,
                                   const float* v, const float* depth_k, const float* depth_v,
                                   const ModaShape& s, cudaStream_t stream) {
-  const AttentionShape seq{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
+  const AttentionShape seq = sequence_part(s);
   const AttentionPath path = path_for(seq, true);
   if (path == AttentionPath::reference)
     return moda_attention_forward(o, lse, q, k, v, depth_k, depth_v, s, stream);
@@ -179,12 +225,50 @@ void AttentionPaths::moda_backward(float* dq, float* dk, float* dv, float* d_dep
                                    const float* lse, const float* q, const float* k, const float* v,
                                    const float* depth_k, const float* depth_v, const ModaShape& s,
                                    cudaStream_t stream) {
-  const AttentionShape seq{s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
+  const AttentionShape seq = sequence_part(s);
   const AttentionPath path = path_for(seq, true);
   if (path == AttentionPath::reference)
     return moda_attention_backward(dq, dk, dv, d_depth_k, d_depth_v, d_o, o, lse, q, k, v, depth_k,
                                    depth_v, s, stream);
   run_backward(path, dq, dk, dv, d_o, o, lse, q, k, v, seq, stream);
+  moda_depth_merge_backward(dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s, stream);
+}
+
+// --- bf16 activation storage ---
+
+AttentionPath AttentionPaths::fast_path(AttentionPath path, const AttentionShape& s) const {
+  CUDA_REQUIRE(path != AttentionPath::reference,
+               "attention on bf16 storage: " + describe(s) +
+                   " runs the reference kernel, which takes fp32 (widen the tensors first)");
+  return path;
+}
+
+void AttentionPaths::forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
+                             const AttentionShape& s, cudaStream_t stream) {
+  run_fast_forward(fast_path(path_for(s, false), s), o, lse, q, k, v, s, stream);
+}
+
+void AttentionPaths::backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* o,
+                              const float* lse, const bf16* q, const bf16* k, const bf16* v,
+                              const AttentionShape& s, cudaStream_t stream) {
+  run_fast_backward(fast_path(path_for(s, false), s), dq, dk, dv, d_o, o, lse, q, k, v, s, stream);
+}
+
+void AttentionPaths::moda_forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
+                                  const bf16* depth_k, const bf16* depth_v, const ModaShape& s,
+                                  cudaStream_t stream) {
+  const AttentionShape seq = sequence_part(s);
+  run_fast_forward(fast_path(path_for(seq, true), seq), o, lse, q, k, v, seq, stream);
+  moda_depth_merge_forward(o, lse, q, depth_k, depth_v, s, stream);
+}
+
+void AttentionPaths::moda_backward(bf16* dq, bf16* dk, bf16* dv, bf16* d_depth_k, bf16* d_depth_v,
+                                   const bf16* d_o, const bf16* o, const float* lse, const bf16* q,
+                                   const bf16* k, const bf16* v, const bf16* depth_k,
+                                   const bf16* depth_v, const ModaShape& s, cudaStream_t stream) {
+  const AttentionShape seq = sequence_part(s);
+  run_fast_backward(fast_path(path_for(seq, true), seq), dq, dk, dv, d_o, o, lse, q, k, v, seq,
+                    stream);
   moda_depth_merge_backward(dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s, stream);
 }
 

@@ -1,5 +1,6 @@
 // The attention of the CUDA ops (train.attention, ops/ops_options.hpp): which path runs each
-// shape, and the copies around the bf16 fast paths (the ops store fp32 activations).
+// shape, and the copies around the bf16 fast paths where the activations are fp32 (the fp32
+// ops) or bf16 with a head dim cuDNN pads (the bf16 storage ops, cuda_bf16_storage.hpp).
 //   reference  the fused fp32 kernel of attention.hpp (the test oracle), on the fp32 tensors;
 //   cudnn      cuDNN's fused SDPA (cudnn_attention.hpp) on bf16 copies, head dim padded to 8;
 //   flash      our bf16 tensor-core kernel (flash_attention.hpp) on bf16 copies;
@@ -48,6 +49,25 @@ class AttentionPaths {
                      const float* k, const float* v, const float* depth_k, const float* depth_v,
                      const ModaShape& s, cudaStream_t stream);
 
+  // bf16 activation storage (cuda_bf16_storage.hpp): the same choice per shape (and the same
+  // report), on bf16 tensors the fast paths read and write in place, through a padded copy only
+  // where cuDNN pads the head dim. The reference path has no bf16 kernel: the caller asks
+  // path_for / moda_path_for first and runs the fp32 ops on widened copies there; these throw
+  // for a reference shape.
+  void forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
+               const AttentionShape& s, cudaStream_t stream);
+  void backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* o, const float* lse,
+                const bf16* q, const bf16* k, const bf16* v, const AttentionShape& s,
+                cudaStream_t stream);
+  AttentionPath moda_path_for(const ModaShape& s) { return path_for(sequence_part(s), true); }
+  void moda_forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
+                    const bf16* depth_k, const bf16* depth_v, const ModaShape& s,
+                    cudaStream_t stream);
+  void moda_backward(bf16* dq, bf16* dk, bf16* dv, bf16* d_depth_k, bf16* d_depth_v,
+                     const bf16* d_o, const bf16* o, const float* lse, const bf16* q, const bf16* k,
+                     const bf16* v, const bf16* depth_k, const bf16* depth_v, const ModaShape& s,
+                     cudaStream_t stream);
+
   // "B=8 T=2048 H=16 H_kv=8 hd=64: cudnn; moda B=8 T=2048 H=16 H_kv=8 hd=64: cudnn" — every
   // shape run so far, with the reason where auto fell back; "none" before the first.
   std::string report() const;
@@ -60,11 +80,24 @@ class AttentionPaths {
   Choice choose(const AttentionShape& s);
   // The path of this shape, for plain attention (moda = false) or MoDA's sequence part.
   AttentionPath path_for(const AttentionShape& s, bool moda);
+  static AttentionShape sequence_part(const ModaShape& s) {
+    return {s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
+  }
   void run_forward(AttentionPath path, float* o, float* lse, const float* q, const float* k,
                    const float* v, const AttentionShape& s, cudaStream_t stream);
   void run_backward(AttentionPath path, float* dq, float* dk, float* dv, const float* d_o,
                     const float* o, const float* lse, const float* q, const float* k,
                     const float* v, const AttentionShape& s, cudaStream_t stream);
+  // cuDNN or flash on activations of type S (float or bf16).
+  template <class S>
+  void run_fast_forward(AttentionPath path, S* o, float* lse, const S* q, const S* k, const S* v,
+                        const AttentionShape& s, cudaStream_t stream);
+  template <class S>
+  void run_fast_backward(AttentionPath path, S* dq, S* dk, S* dv, const S* d_o, const S* o,
+                         const float* lse, const S* q, const S* k, const S* v,
+                         const AttentionShape& s, cudaStream_t stream);
+  // The fast path of a bf16 call; a db::Error for a reference shape.
+  AttentionPath fast_path(AttentionPath path, const AttentionShape& s) const;
 
   AttentionPath requested_;
   Precision precision_;

@@ -1,9 +1,8 @@
 #include "ops/cuda/cuda_ops.hpp"
 
-#include <tuple>
-
 #include "ops/cuda/attention_paths.hpp"
 #include "ops/cuda/cross_entropy.hpp"
+#include "ops/cuda/cuda_bf16_storage.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_graph.hpp"
 #include "ops/cuda/cuda_memory.hpp"
@@ -70,15 +69,8 @@ class CudaOps final : public Ops<float> {
   // --- attention sublayer pieces ---
   void rope(float* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
             bool inverse) override {
-    if (std::tie(rope_.seq_len, rope_.head_dim, rope_theta_) !=
-        std::tie(seq_len, head_dim, theta)) {
-      // The old tables may still be read by queued kernels: wait before freeing them.
-      CUDA_CHECK(cudaStreamSynchronize(stream()));
-      rope_ = RopeTable(seq_len, head_dim, theta);
-      note_buffer_release();  // a captured micro-batch reads the old tables: capture again
-      rope_theta_ = theta;
-    }
-    rope_apply(x, rope_, batch, seq_len, heads, inverse, stream());
+    rope_apply(x, rope_.table(seq_len, head_dim, theta, stream()), batch, seq_len, heads, inverse,
+               stream());
   }
   void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s) override {
@@ -153,6 +145,13 @@ class CudaOps final : public Ops<float> {
     tokens_.upload(dst, host, count, stream());
   }
 
+  // --- activations stored in bf16 ---
+  StorageOps<float, bfloat16>* bf16_storage() override {
+    if (!bf16_storage_)
+      bf16_storage_ = std::make_unique<CudaBf16Storage>(*this, gemm_, attention_, rope_);
+    return bf16_storage_.get();
+  }
+
   // --- replay of recorded micro-batches ---
   void run_captured(const std::string& key, const std::function<void()>& body) override {
     graphs_.run(key, body);
@@ -163,10 +162,11 @@ class CudaOps final : public Ops<float> {
   static cudaStream_t stream() { return current_stream(); }
   GemmHandle gemm_;
   AttentionPaths attention_;  // train.attention: which kernel runs each shape
-  RopeTable rope_;
-  double rope_theta_ = 0;
+  RopeCache rope_;
   MicroBatchGraphs graphs_;  // train.cuda_graphs
   TokenUpload tokens_;
+  // Last: it refers to the members above (destroyed first). Made on first use.
+  std::unique_ptr<CudaBf16Storage> bf16_storage_;
 };
 
 }  // namespace

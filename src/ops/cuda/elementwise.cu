@@ -32,17 +32,28 @@ __global__ void scale_kernel(T* x, float s, int64_t n) {
 }
 
 // The three cases of the CPU loop (ops/cpu/cpu_ops.cpp), so that b = 0 never reads y (which may
-// hold garbage or NaN) and a = b = 1 rounds as a plain add.
-__global__ void axpby_kernel(float* __restrict__ y, float a, const float* __restrict__ x, float b,
+// hold garbage or NaN) and a = b = 1 rounds as a plain add. In fp32; a bf16 y is rounded once.
+template <class T>
+__global__ void axpby_kernel(T* __restrict__ y, float a, const T* __restrict__ x, float b,
                              int64_t n) {
   DB_GRID_STRIDE_LOOP(i, n) {
+    const float xv = to_float(x[i]);
+    float out;
     if (b == 0.f)
-      y[i] = a * x[i];
+      out = a * xv;
     else if (a == 1.f && b == 1.f)
-      y[i] += x[i];
+      out = to_float(y[i]) + xv;
     else
-      y[i] = b * y[i] + a * x[i];
+      out = b * to_float(y[i]) + a * xv;
+    y[i] = from_float<T>(out);
   }
+}
+
+template <class T>
+void axpby_launch(T* y, float a, const T* x, float b, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  axpby_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(y, a, x, b, count);
+  CUDA_CHECK_LAUNCH();
 }
 
 __device__ uint64_t splitmix(uint64_t z) {
@@ -98,9 +109,10 @@ void scale_into(T* x, float s, int64_t count, cudaStream_t stream) {
 }
 
 void axpby(float* y, float a, const float* x, float b, int64_t count, cudaStream_t stream) {
-  if (count <= 0) return;
-  axpby_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(y, a, x, b, count);
-  CUDA_CHECK_LAUNCH();
+  axpby_launch(y, a, x, b, count, stream);
+}
+void axpby(bf16* y, float a, const bf16* x, float b, int64_t count, cudaStream_t stream) {
+  axpby_launch(y, a, x, b, count, stream);
 }
 
 void fill_truncated_normal(float* x, int64_t count, float std, uint64_t seed, cudaStream_t stream) {

@@ -18,9 +18,11 @@ void add_into(TA* acc, const TX* x, int64_t count, cudaStream_t stream = nullptr
 template <class T>
 void scale_into(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
 
-// y = b·y + a·x (b = 0 overwrites y without reading it), as Ops::axpby.
+// y = b·y + a·x (b = 0 overwrites y without reading it), as Ops::axpby; in fp32, rounded once
+// where y is bf16 (StorageOps::axpby).
 void axpby(float* y, float a, const float* x, float b, int64_t count,
            cudaStream_t stream = nullptr);
+void axpby(bf16* y, float a, const bf16* x, float b, int64_t count, cudaStream_t stream = nullptr);
 
 // Fills with N(0, std²) truncated at ±3σ from a counter-based hash of (seed, index): the same
 // values for a given seed whatever the launch shape (benchmark init, not the CPU stream).

@@ -41,9 +41,11 @@ __device__ __forceinline__ bool warp_item(int64_t& n, int& head, int64_t rows, i
   return true;
 }
 
-__global__ void merge_forward_kernel(float* __restrict__ o, float* __restrict__ lse,
-                                     const float* __restrict__ q, const float* __restrict__ depth_k,
-                                     const float* __restrict__ depth_v, ModaShape s) {
+// T: the tensors' type (fp32, or bf16 under bf16 activation storage); lse and the math in fp32.
+template <class T>
+__global__ void merge_forward_kernel(T* __restrict__ o, float* __restrict__ lse,
+                                     const T* __restrict__ q, const T* __restrict__ depth_k,
+                                     const T* __restrict__ depth_v, ModaShape s) {
   int64_t n;
   int h;
   if (!warp_item(n, h, s.batch * s.seq_len, s.heads)) return;
@@ -51,13 +53,14 @@ __global__ void merge_forward_kernel(float* __restrict__ o, float* __restrict__ 
 }
 
 // One warp per (token, kv head): the query heads of the group in order, so the token's depth
-// gradients of that kv head have one writer.
-__global__ void merge_backward_kernel(float* __restrict__ dq, float* __restrict__ d_depth_k,
-                                      float* __restrict__ d_depth_v, const float* __restrict__ d_o,
-                                      const float* __restrict__ o, const float* __restrict__ lse,
-                                      const float* __restrict__ q,
-                                      const float* __restrict__ depth_k,
-                                      const float* __restrict__ depth_v, ModaShape s) {
+// gradients of that kv head have one writer. With bf16 depth gradients each query head's
+// addition is rounded (group roundings per entry; doc/cuda.md "bf16 activation storage").
+template <class T>
+__global__ void merge_backward_kernel(T* __restrict__ dq, T* __restrict__ d_depth_k,
+                                      T* __restrict__ d_depth_v, const T* __restrict__ d_o,
+                                      const T* __restrict__ o, const float* __restrict__ lse,
+                                      const T* __restrict__ q, const T* __restrict__ depth_k,
+                                      const T* __restrict__ depth_v, ModaShape s) {
   int64_t n;
   int g;
   if (!warp_item(n, g, s.batch * s.seq_len, s.kv_heads)) return;
@@ -79,10 +82,9 @@ unsigned blocks_for(int64_t warps) {
   return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
-}  // namespace
-
-void moda_depth_merge_forward(float* o, float* lse, const float* q, const float* depth_k,
-                              const float* depth_v, const ModaShape& s, cudaStream_t stream) {
+template <class T>
+void merge_forward(T* o, float* lse, const T* q, const T* depth_k, const T* depth_v,
+                   const ModaShape& s, cudaStream_t stream) {
   const int64_t rows = s.batch * s.seq_len;
   if (rows <= 0 || s.depth == 0) return;
   check_shape(s);
@@ -91,16 +93,39 @@ void moda_depth_merge_forward(float* o, float* lse, const float* q, const float*
   CUDA_CHECK_LAUNCH();
 }
 
-void moda_depth_merge_backward(float* dq, float* d_depth_k, float* d_depth_v, const float* d_o,
-                               const float* o, const float* lse, const float* q,
-                               const float* depth_k, const float* depth_v, const ModaShape& s,
-                               cudaStream_t stream) {
+template <class T>
+void merge_backward(T* dq, T* d_depth_k, T* d_depth_v, const T* d_o, const T* o, const float* lse,
+                    const T* q, const T* depth_k, const T* depth_v, const ModaShape& s,
+                    cudaStream_t stream) {
   const int64_t rows = s.batch * s.seq_len;
   if (rows <= 0 || s.depth == 0) return;
   check_shape(s);
   merge_backward_kernel<<<blocks_for(rows * s.kv_heads), 32 * kWarpsPerBlock, 0, stream>>>(
       dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s);
   CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void moda_depth_merge_forward(float* o, float* lse, const float* q, const float* depth_k,
+                              const float* depth_v, const ModaShape& s, cudaStream_t stream) {
+  merge_forward(o, lse, q, depth_k, depth_v, s, stream);
+}
+void moda_depth_merge_forward(bf16* o, float* lse, const bf16* q, const bf16* depth_k,
+                              const bf16* depth_v, const ModaShape& s, cudaStream_t stream) {
+  merge_forward(o, lse, q, depth_k, depth_v, s, stream);
+}
+
+void moda_depth_merge_backward(float* dq, float* d_depth_k, float* d_depth_v, const float* d_o,
+                               const float* o, const float* lse, const float* q,
+                               const float* depth_k, const float* depth_v, const ModaShape& s,
+                               cudaStream_t stream) {
+  merge_backward(dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s, stream);
+}
+void moda_depth_merge_backward(bf16* dq, bf16* d_depth_k, bf16* d_depth_v, const bf16* d_o,
+                               const bf16* o, const float* lse, const bf16* q, const bf16* depth_k,
+                               const bf16* depth_v, const ModaShape& s, cudaStream_t stream) {
+  merge_backward(dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s, stream);
 }
 
 }  // namespace db::cuda

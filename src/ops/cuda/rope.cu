@@ -1,7 +1,9 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/op_stream.hpp"
 #include "ops/cuda/rope.hpp"
 
 namespace db::cuda {
@@ -41,6 +43,16 @@ RopeTable::RopeTable(int seq_len_, int head_dim_, double theta)
     }
   cos.upload(c);
   sin.upload(s);
+}
+
+const RopeTable& RopeCache::table(int seq_len, int head_dim, double theta, cudaStream_t stream) {
+  if (seq_len != table_.seq_len || head_dim != table_.head_dim || theta != theta_) {
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    table_ = RopeTable(seq_len, head_dim, theta);
+    note_buffer_release();
+    theta_ = theta;
+  }
+  return table_;
 }
 
 template <class T>

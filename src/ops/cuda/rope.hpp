@@ -16,6 +16,19 @@ struct RopeTable {
   RopeTable(int seq_len, int head_dim, double theta);
 };
 
+// The table of the (seq_len, head_dim, theta) last asked for, rebuilt when they change: one per
+// ops object, shared by its fp32 ops and its bf16 storage ops (cuda_ops.cpp).
+class RopeCache {
+ public:
+  // Rebuilding waits for `stream` (queued kernels may still read the old table) and tells the
+  // captured micro-batches, which hold its address, to capture again (op_stream.hpp).
+  const RopeTable& table(int seq_len, int head_dim, double theta, cudaStream_t stream);
+
+ private:
+  RopeTable table_;
+  double theta_ = 0;
+};
+
 // x is [B·T, heads, hd], rotated in place; inverse = true applies the transpose (backward).
 template <class T>
 void rope_apply(T* x, const RopeTable& table, int64_t B, int T_len, int heads, bool inverse,
