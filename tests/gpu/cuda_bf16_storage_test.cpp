@@ -4,7 +4,8 @@
 // random inputs — products into bf16 and into fp32 with and without accumulate_dx, the QK
 // RMSNorm, RoPE, SwiGLU, the copies and axpby, attention and MoDA on every attention path
 // (auto, flash, reference; fp32 precision, which widens) with grouped-query heads and head dims
-// that are not multiples of 8 (40, 50, 76) — and the whole sequence run twice, bit for bit.
+// that cuDNN pads (50, 76: not multiples of 8) or not (40, 64) — and the whole sequence run
+// twice, bit for bit.
 //
 // Results are compared after widening (gpu_support.hpp's norm-wise error). Bounds (doc/cuda.md
 // "Tolerances"): bf16 outputs 1.6e-2 (both backends compute in fp32 on the same bf16 values and
@@ -316,7 +317,8 @@ void moda_attention(Storage& st, const ModaShape& s) {
   st.check("moda d_depth_v (added)", d_depth_v, kBf16Tolerance);
 }
 
-// The shapes of the attention cases: plain, GQA, multi-query, head dims cuDNN pads (40, 50, 76).
+// The shapes of the attention cases: plain, GQA, multi-query; head dims cuDNN pads (50, 76) or
+// not (40, 64).
 const AttentionShape kAttentionShapes[] = {
     {2, 70, 4, 4, 64}, {1, 65, 8, 2, 40}, {1, 33, 4, 1, 50}, {2, 40, 4, 2, 76}};
 const ModaShape kModaShapes[] = {
@@ -344,12 +346,13 @@ void attention_on_every_path(std::vector<std::vector<uint32_t>>& results) {
     for (const ModaShape& s : kModaShapes) moda_attention(st, s);
     const std::string report = st.gpu_ops->attention_paths();
     std::printf("  attention_paths: %s\n", report.c_str());
-    // One entry per shape and kind (MoDA's listed apart), each naming its path.
-    const size_t shapes = std::size(kAttentionShapes) + std::size(kModaShapes);
-    size_t entries = 1;
-    for (char c : report) entries += c == ';';
-    BOOST_TEST(entries == shapes);
+    // A forced path: one entry per shape and kind (MoDA's listed apart), each naming it (no
+    // fallback reasons then; under auto a reason may hold any text).
     if (config.expected_path) {
+      const size_t shapes = std::size(kAttentionShapes) + std::size(kModaShapes);
+      size_t entries = 1;
+      for (char c : report) entries += c == ';';
+      BOOST_TEST(entries == shapes, report);
       const std::string path = std::string(": ") + config.expected_path;
       size_t found = 0;
       for (size_t at = report.find(path); at != std::string::npos; at = report.find(path, at + 1))
