@@ -52,11 +52,14 @@ Bits bits_of(const std::vector<bfloat16>& v) {
 }
 
 // A bf16 tensor of both backends: the CPU's host values and the GPU's device twin, equal at
-// start (start rounded to bf16).
+// start (start rounded to bf16). The ops see it from element `offset` on (an address off the
+// 16-byte alignment of the allocation when offset is odd).
 struct Bf16Pair {
   std::vector<bfloat16> host;
   DeviceBuffer<cuda::bf16> device;
-  explicit Bf16Pair(const Vec& start) : host(start.size()), device(start.size()) {
+  size_t offset = 0;
+  explicit Bf16Pair(const Vec& start, size_t offset_ = 0)
+      : host(start.size()), device(start.size()), offset(offset_) {
     for (size_t i = 0; i < start.size(); ++i) host[i] = to_bfloat16(start[i]);
     upload(host);
   }
@@ -64,8 +67,8 @@ struct Bf16Pair {
     static_assert(sizeof(bfloat16) == sizeof(cuda::bf16));
     device.upload(reinterpret_cast<const cuda::bf16*>(values.data()), values.size());
   }
-  bfloat16* cpu() { return host.data(); }
-  bfloat16* gpu() { return reinterpret_cast<bfloat16*>(device.data()); }
+  bfloat16* cpu() { return host.data() + offset; }
+  bfloat16* gpu() { return reinterpret_cast<bfloat16*>(device.data()) + offset; }
   std::vector<bfloat16> gpu_raw() const {
     const std::vector<cuda::bf16> raw = device.download();
     std::vector<bfloat16> out(raw.size());
@@ -261,12 +264,16 @@ void copies_and_axpby(Storage& st) {
   }
 }
 
-void attention(Storage& st, const AttentionShape& s) {
-  std::printf(" attention B=%lld T=%d H=%d H_kv=%d hd=%d\n", (long long)s.batch, s.seq_len, s.heads,
-              s.kv_heads, s.head_dim);
+// offset: the bf16 tensors start that many elements into their allocations (1: not 16-byte
+// aligned, which cuDNN needs: the path copies them).
+void attention(Storage& st, const AttentionShape& s, size_t offset = 0) {
+  std::printf(" attention B=%lld T=%d H=%d H_kv=%d hd=%d%s\n", (long long)s.batch, s.seq_len,
+              s.heads, s.kv_heads, s.head_dim, offset ? " (tensors off 16-byte alignment)" : "");
   const int64_t rows = s.batch * s.seq_len;
-  const size_t nq = rows * s.heads * s.head_dim, nkv = rows * s.kv_heads * s.head_dim;
-  Bf16Pair q(st.random(nq)), k(st.random(nkv)), v(st.random(nkv)), o(Vec(nq, 0.f));
+  const size_t nq = rows * s.heads * s.head_dim + offset,
+               nkv = rows * s.kv_heads * s.head_dim + offset;
+  Bf16Pair q(st.random(nq), offset), k(st.random(nkv), offset), v(st.random(nkv), offset),
+      o(Vec(nq, 0.f), offset);
   Pair lse(Vec(rows * s.heads, 0.f));
   st.cpu.attention_forward(o.cpu(), lse.cpu(), q.cpu(), k.cpu(), v.cpu(), s);
   st.gpu.attention_forward(o.gpu(), lse.gpu(), q.gpu(), k.gpu(), v.gpu(), s);
@@ -275,7 +282,8 @@ void attention(Storage& st, const AttentionShape& s) {
   // The backward of both from the CPU's forward, so that both see the same o and lse.
   o.upload(o.host);
   lse.device.upload(lse.host);
-  Bf16Pair d_o(st.random(nq)), dq(st.random(nq)), dk(st.random(nkv)), dv(st.random(nkv));
+  Bf16Pair d_o(st.random(nq), offset), dq(st.random(nq), offset), dk(st.random(nkv), offset),
+      dv(st.random(nkv), offset);
   st.cpu.attention_backward(dq.cpu(), dk.cpu(), dv.cpu(), d_o.cpu(), o.cpu(), lse.cpu(), q.cpu(),
                             k.cpu(), v.cpu(), s);
   st.gpu.attention_backward(dq.gpu(), dk.gpu(), dv.gpu(), d_o.gpu(), o.gpu(), lse.gpu(), q.gpu(),
@@ -321,6 +329,7 @@ void moda_attention(Storage& st, const ModaShape& s) {
 // not (40, 64).
 const AttentionShape kAttentionShapes[] = {
     {2, 70, 4, 4, 64}, {1, 65, 8, 2, 40}, {1, 33, 4, 1, 50}, {2, 40, 4, 2, 76}};
+const AttentionShape kUnalignedShape{1, 40, 4, 2, 64};  // run with its tensors off alignment
 const ModaShape kModaShapes[] = {
     {2, 37, 4, 2, 64, 3, 4}, {1, 65, 4, 4, 40, 2, 2}, {1, 20, 8, 2, 50, 1, 3}};
 
@@ -343,13 +352,14 @@ void attention_on_every_path(std::vector<std::vector<uint32_t>>& results) {
     std::printf("attention path: %s\n", config.name);
     Storage st(config.options);
     for (const AttentionShape& s : kAttentionShapes) attention(st, s);
+    attention(st, kUnalignedShape, 1);
     for (const ModaShape& s : kModaShapes) moda_attention(st, s);
     const std::string report = st.gpu_ops->attention_paths();
     std::printf("  attention_paths: %s\n", report.c_str());
     // A forced path: one entry per shape and kind (MoDA's listed apart), each naming it (no
     // fallback reasons then; under auto a reason may hold any text).
     if (config.expected_path) {
-      const size_t shapes = std::size(kAttentionShapes) + std::size(kModaShapes);
+      const size_t shapes = std::size(kAttentionShapes) + 1 + std::size(kModaShapes);
       size_t entries = 1;
       for (char c : report) entries += c == ';';
       BOOST_TEST(entries == shapes, report);

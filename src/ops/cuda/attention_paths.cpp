@@ -1,5 +1,6 @@
 #include "ops/cuda/attention_paths.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -30,12 +31,20 @@ void note(const std::string& line) {
 struct FastLayout {
   int64_t q_rows, kv_rows;
   int head_dim, width;
+  bool cudnn;
   FastLayout(const AttentionShape& s, AttentionPath path)
       : q_rows(s.batch * s.seq_len * s.heads),
         kv_rows(s.batch * s.seq_len * s.kv_heads),
         head_dim(s.head_dim),
         width(path == AttentionPath::cudnn ? CudnnAttention::padded_head_dim(s.head_dim)
-                                           : s.head_dim) {}
+                                           : s.head_dim),
+        cudnn(path == AttentionPath::cudnn) {}
+  // Whether the path can read or write a caller's bf16 tensor at p itself: no padding, and for
+  // cuDNN, whose tensors promise 16-byte alignment, an aligned address (our flash kernel picks
+  // its load width from the addresses).
+  bool in_place(const void* p) const {
+    return width == head_dim && (!cudnn || reinterpret_cast<uintptr_t>(p) % 16 == 0);
+  }
 };
 
 // The bf16 tensor a fast path reads: the caller's own when it is bf16 at the path's width (bf16
@@ -47,9 +56,9 @@ class FastInput {
     to_padded_bf16(copy_.data(), src, rows, t.head_dim, t.width, stream);
   }
   FastInput(const bf16* src, int64_t rows, const FastLayout& t, cudaStream_t stream)
-      : copy_(t.width == t.head_dim ? 0 : size_t(rows) * t.width, stream),
-        data_(t.width == t.head_dim ? src : copy_.data()) {
-    if (t.width != t.head_dim) to_padded_bf16(copy_.data(), src, rows, t.head_dim, t.width, stream);
+      : copy_(t.in_place(src) ? 0 : size_t(rows) * t.width, stream),
+        data_(t.in_place(src) ? src : copy_.data()) {
+    if (!t.in_place(src)) to_padded_bf16(copy_.data(), src, rows, t.head_dim, t.width, stream);
   }
   const bf16* data() const { return data_; }
 
@@ -59,7 +68,7 @@ class FastInput {
 };
 
 // The bf16 tensor a fast path writes, and its way into the caller's dst (float or bf16): dst
-// itself when it is bf16 at the path's width, else a pool block that store() copies out.
+// itself when the path can write it in place, else a pool block that store() copies out.
 template <class D>
 class FastOutput {
  public:
@@ -68,21 +77,22 @@ class FastOutput {
         rows_(rows),
         head_dim_(t.head_dim),
         width_(t.width),
-        copy_(in_place() ? 0 : size_t(rows) * t.width, stream) {}
+        in_place_(std::is_same_v<D, bf16> && t.in_place(dst)),
+        copy_(in_place_ ? 0 : size_t(rows) * t.width, stream) {}
   bf16* data() const {
     if constexpr (std::is_same_v<D, bf16>)
-      if (in_place()) return dst_;
+      if (in_place_) return dst_;
     return copy_.data();
   }
   void store(cudaStream_t stream) const {
-    if (!in_place()) from_padded_bf16(dst_, copy_.data(), rows_, head_dim_, width_, stream);
+    if (!in_place_) from_padded_bf16(dst_, copy_.data(), rows_, head_dim_, width_, stream);
   }
 
  private:
-  bool in_place() const { return std::is_same_v<D, bf16> && width_ == head_dim_; }
   D* dst_;
   int64_t rows_;
   int head_dim_, width_;
+  bool in_place_;
   ScratchBuffer<bf16> copy_;
 };
 
