@@ -64,10 +64,13 @@ void CudaBf16Storage::linear_backward(bfloat16* dx, float* dW, const bfloat16* d
 void CudaBf16Storage::linear_backward_wide(float* dx, float* dW, const bfloat16* dy,
                                            const bfloat16* x, const bfloat16* W, int64_t rows,
                                            int in, int out, bool accumulate_dx) {
-  gemm(gemm_, false, false, int(rows), in, out, 1.f, dev(dy), out, dev(W), in,
-       accumulate_dx ? 1.f : 0.f, dx, in, stream());
-  gemm(gemm_, true, false, out, in, int(rows), 1.f, dev(dy), out, dev(x), in, 1.f, dW, in,
-       stream());
+  // Null dx or dW: skipped, as the fp32 ops skip them.
+  if (dx)
+    gemm(gemm_, false, false, int(rows), in, out, 1.f, dev(dy), out, dev(W), in,
+         accumulate_dx ? 1.f : 0.f, dx, in, stream());
+  if (dW)
+    gemm(gemm_, true, false, out, in, int(rows), 1.f, dev(dy), out, dev(x), in, 1.f, dW, in,
+         stream());
 }
 
 // --- QK-norm and RoPE: statistics, gains and tables in fp32 ---
