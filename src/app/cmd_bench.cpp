@@ -215,6 +215,7 @@ int run_bench_command(int argc, char** argv) {
   }
   result.backend = backend.name();
   result.attention_paths = model.ops().attention_paths();
+  result.activation_dtype = model.backbone().bf16_storage() ? "bf16" : "fp32";
   result.device = backend.space().is_host() ? "" : backend.device_name();
   result.warmup_steps = options.warmup_steps;
   result.measured_steps = config.recipe.steps;

@@ -21,20 +21,26 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   const double T = config.recipe.seq_len;
   const double tokens = sequences * T;
   const double head_rows = std::min(tokens, config.backend == "cuda" ? 4096.0 : 256.0);
-  // Per token, what one block keeps for its backward: q, k, v, attention output, norm caches and
-  // the residual (≈ 8d) and the three SwiGLU products (3·ff), plus the state the design's
-  // registry entry declares. Every block keeps it, or under train.recompute = blocks one block
-  // at a time (the one being re-run) and every block its input (the registry entry's
-  // recompute values).
-  const double block = 8.0 * m.d_model + 3.0 * m.ff_dim() + design.state_values_per_token(m);
-  const double per_token_blocks = parse_recompute(config.recompute) == Recompute::blocks
-                                      ? m.n_layer * design.recompute_values_per_token(m) + block
-                                      : m.n_layer * block;
+  // Per token, what one block keeps for its backward: inside its attention and FFN cores q, k,
+  // v, the attention output and the three SwiGLU products (≈ 4d + 3·ff values), outside them
+  // norm caches and the residual (≈ 4d), plus the state the design's registry entry declares.
+  // Every block keeps it, or under train.recompute = blocks one block at a time (the one being
+  // re-run) and every block its input (the registry entry's recompute values). With bf16
+  // storage the cores' values take 2 bytes and the cores keep a rounded copy of their inputs
+  // (2d), and the blocks' weights a bf16 copy.
+  const bool bf16 = stores_bf16(config.ops_options(), config.backend == "cuda");
+  const double core_bytes = bf16 ? 2.0 * (4.0 * m.d_model + 3.0 * m.ff_dim() + 2.0 * m.d_model)
+                                 : 4.0 * (4.0 * m.d_model + 3.0 * m.ff_dim());
+  const double block = core_bytes + 4.0 * (4.0 * m.d_model + design.state_values_per_token(m));
+  const double per_token_blocks =
+      parse_recompute(config.recompute) == Recompute::blocks
+          ? m.n_layer * 4.0 * design.recompute_values_per_token(m) + block
+          : m.n_layer * block;
   MemoryEstimate e;
-  e.weights_bytes = 2 * 4 * params;
+  e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);
   e.optimizer_bytes = 2 * 4 * params;
   // At the head one chunk of logits and their gradient.
-  e.activations_bytes = 4 * tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
+  e.activations_bytes = tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
   // cuDNN's deterministic attention backward takes a bf16 dP [B, H, T, T] from the pool, one
   // attention call at a time (doc/cuda.md), when a bf16 CUDA run may pick cuDNN.
   const AttentionPath path = parse_attention_path(config.attention);
