@@ -101,11 +101,11 @@ BOOST_AUTO_TEST_CASE(bf16_head_matches_the_cpu_float_head_within_bf16_tolerance)
     BOOST_TEST(within("dW (float, added to)", relative_error(got.dW, want.dW), kBf16Tolerance));
     // The GEMMs saw bf16 h and W, and nothing after them is rounded: the loss is the float head's
     // on the rounded inputs, up to the order of additions.
-    const HeadResult rounded = cpu_head(c, rounded_bf16(c.h), rounded_bf16(c.W));
+    const Vec h_rounded = rounded_bf16(c.h), W_rounded = rounded_bf16(c.W);
+    const HeadResult rounded = cpu_head(c, h_rounded, W_rounded);
     BOOST_TEST(within("loss vs bf16-rounded inputs",
                       std::fabs(got.loss - rounded.loss) / rounded.loss, kFp32Tolerance));
     std::vector<double> want_rows(rows);
-    const Vec h_rounded = rounded_bf16(c.h), W_rounded = rounded_bf16(c.W);
     make_cpu_ops<float>()->cross_entropy_rows(want_rows.data(), h_rounded.data(), W_rounded.data(),
                                               c.targets.data(), c.s);
     BOOST_TEST(within("row losses vs bf16-rounded inputs",
