@@ -13,7 +13,7 @@
 
 namespace db {
 
-MemoryEstimate estimate_memory(const RunConfig& config) {
+MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   const ModelConfig& m = config.model;
   const DesignInfo& design = find_design(m.arch);
   const double params = double(count_parameters(m).total);
@@ -47,6 +47,12 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   if (config.backend == "cuda" && config.precision == "bf16" &&
       (path == AttentionPath::automatic || path == AttentionPath::cudnn))
     e.attention_workspace_bytes = 2.0 * sequences * m.n_head * T * T;
+  // The CPU's gradient sum in rank order (ops/rank_order_sum.cpp) receives, for every range it
+  // sums, this rank's slice (1/p of the range) from each of the p − 1 others and keeps those
+  // parts between steps: (p − 1)/p of the fp32 gradients in host memory. (A CUDA run sums on the
+  // device, or through host copies that are not device memory.)
+  if (config.backend != "cuda" && ranks_per_run > 1)
+    e.reducer_scratch_bytes = 4 * params * double(ranks_per_run - 1) / ranks_per_run;
   return e;
 }
 
@@ -60,8 +66,10 @@ std::string format_gib(double bytes) {
   return text;
 }
 
-void check_memory(const RunConfig& config, const Backend& backend) {
-  const MemoryEstimate e = estimate_memory(config);
+void check_memory(const RunConfig& config, const Backend& backend, int ranks_per_run) {
+  // Only a host backend sums gradients in host memory (train.backend = auto may be either).
+  if (!backend.space().is_host()) ranks_per_run = 1;
+  const MemoryEstimate e = estimate_memory(config, ranks_per_run);
   const double available = double(backend.memory_total_bytes());
   if (e.total() <= available) return;
   // Activations grow with the micro-batch; weights and optimizer state do not.
@@ -69,7 +77,7 @@ void check_memory(const RunConfig& config, const Backend& backend) {
   int64_t fits = config.recipe.micro_batch_sequences;
   while (fits > 0) {
     smaller.recipe.micro_batch_sequences = --fits;
-    if (fits > 0 && estimate_memory(smaller).total() <= available) break;
+    if (fits > 0 && estimate_memory(smaller, ranks_per_run).total() <= available) break;
   }
   const std::string advice =
       fits > 0 ? "; train.micro_batch = " + std::to_string(fits) + " would fit"
@@ -79,9 +87,12 @@ void check_memory(const RunConfig& config, const Backend& backend) {
       e.attention_workspace_bytes > 0
           ? ", cuDNN attention workspace " + format_gib(e.attention_workspace_bytes)
           : std::string();
+  const std::string reducer = e.reducer_scratch_bytes > 0 ? ", MPI gradient sum scratch " +
+                                                                format_gib(e.reducer_scratch_bytes)
+                                                          : std::string();
   throw Error("this model needs at least " + format_gib(e.total()) + " per rank (weights " +
               format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-              ", activations " + format_gib(e.activations_bytes) + workspace +
+              ", activations " + format_gib(e.activations_bytes) + workspace + reducer +
               " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
               "); this " +
               (backend.space().is_host() ? std::string("machine")

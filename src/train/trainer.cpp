@@ -598,7 +598,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
                                  backend = &choose_backend(config.backend);
                                  backend->set_host_threads(threads);
                                  config.ops_options();  // before any file is made
-                                 check_memory(config, *backend);
+                                 check_memory(config, *backend, comm.size());
                                  run.emplace(config, comm, verbose, *backend);
                                }));
   if (!fault) fault = capture_fault([&] { result = run->run(); });

@@ -140,3 +140,17 @@ BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_a_weight
   cpu_fp32.activation_dtype = "fp32";
   BOOST_TEST(estimate_memory(cpu).activations_bytes == estimate_memory(cpu_fp32).activations_bytes);
 }
+
+BOOST_AUTO_TEST_CASE(a_cpu_run_on_several_ranks_counts_its_mpi_gradient_sums_scratch) {
+  // The rank-order sum (ops/rank_order_sum.cpp) keeps, per rank, its slice (1/p) of every range
+  // from each of the p − 1 other ranks: (p − 1)/p of the fp32 gradients.
+  RunConfig c = config_of("pre_ln");
+  const double params = double(count_parameters(c.model).total);
+  const MemoryEstimate one_rank = estimate_memory(c, 1);
+  BOOST_TEST(one_rank.reducer_scratch_bytes == 0);
+  const MemoryEstimate four_ranks = estimate_memory(c, 4);
+  BOOST_TEST(four_ranks.reducer_scratch_bytes == 4.0 * params * 3 / 4);
+  BOOST_TEST(four_ranks.total() == one_rank.total() + 4.0 * params * 3 / 4);
+  c.backend = "cuda";  // sums on the device (NCCL), or through host copies: no device memory
+  BOOST_TEST(estimate_memory(c, 4).reducer_scratch_bytes == 0);
+}
