@@ -10,7 +10,7 @@ file; comments below cite the spec section ("spec §N") they implement.
 
 CLI:
   depthbench_reference.py run  --weights IN.h5... --out OUT.h5... [--adamw-steps S] [--dtype float64]
-                               [--activation-dtype fp32|bf16]
+                               [--activation-dtype fp32|bf16 [one per IN.h5...]]
   depthbench_reference.py init --config JSON|FILE --seed N --out W.h5 [--batch B --seq T]
                                [--perturb SIGMA]
 """
@@ -769,24 +769,31 @@ def save_weights(path, cfg, params, tokens=None, hyper=None):
 
 def cmd_run(args):
     """Each IN.h5 to its OUT.h5, in one process (importing torch takes seconds)."""
-    if len(args.weights) != len(args.out):
-        raise SystemExit("reference: %d --weights files but %d --out files"
-                         % (len(args.weights), len(args.out)))
-    if args.dtype is None:   # bf16 activation storage computes in float32
-        args.dtype = "float32" if args.activation_dtype == "bf16" else "float64"
-    for weights, out in zip(args.weights, args.out):
-        run_one(args, weights, out)
+    n = len(args.weights)
+    if len(args.out) != n:
+        raise SystemExit("reference: %d --weights files but %d --out files" % (n, len(args.out)))
+    modes = args.activation_dtype
+    if len(modes) == 1:
+        modes = modes * n
+    if len(modes) != n:
+        raise SystemExit("reference: give one --activation-dtype or one per --weights file (%d), "
+                         "not %d" % (n, len(modes)))
+    for weights, out, mode in zip(args.weights, args.out, modes):
+        run_one(args, weights, out, mode)
 
 
-def run_one(args, weights, out):
+def run_one(args, weights, out, activation_dtype):
     import h5py
-    dtype = {"float64": torch.float64, "float32": torch.float32}[args.dtype]
+    precision = args.dtype
+    if precision is None:   # bf16 activation storage computes in float32
+        precision = "float32" if activation_dtype == "bf16" else "float64"
+    dtype = {"float64": torch.float64, "float32": torch.float32}[precision]
     cfg, params, tokens, hyper = load_weights(weights)
     if tokens is None:
         raise SystemExit("%s: no 'tokens' dataset" % weights)
     try:
         model = DepthBenchReference(cfg, params, dtype=dtype,
-                                    activation_dtype=args.activation_dtype)
+                                    activation_dtype=activation_dtype)
     except ValueError as e:
         raise SystemExit("reference: %s" % e)
     extra = sorted(set(params) - set(model.names))
@@ -798,8 +805,8 @@ def run_one(args, weights, out):
     as_np = lambda t: t.detach().to(torch.float64).numpy()
     with h5py.File(out, "w") as f:
         f.attrs["config"] = json.dumps(model.cfg, sort_keys=True)
-        f.attrs["dtype"] = args.dtype
-        f.attrs["activation_dtype"] = args.activation_dtype
+        f.attrs["dtype"] = precision
+        f.attrs["activation_dtype"] = activation_dtype
         f.create_dataset("loss", data=float(loss))
         f.create_dataset("logits", data=as_np(logits))
         for n, p in model.named():
@@ -810,7 +817,7 @@ def run_one(args, weights, out):
             for k, v in h.items():
                 f.attrs["adamw_" + k] = v
             model = DepthBenchReference(cfg, params, dtype=dtype,   # fresh copy of the weights
-                                        activation_dtype=args.activation_dtype)
+                                        activation_dtype=activation_dtype)
             losses, norms = run_adamw(model, tokens, args.adamw_steps, h["lr"], h["beta1"],
                                       h["beta2"], h["eps"], h["weight_decay"], h["grad_clip"])
             f.create_dataset("adamw_losses", data=losses)
@@ -848,8 +855,9 @@ def main(argv=None):
     r.add_argument("--adamw-steps", type=int, default=0)
     r.add_argument("--dtype", choices=("float64", "float32"), default=None,
                    help="float64 (default), or float32 (default with --activation-dtype bf16)")
-    r.add_argument("--activation-dtype", choices=("fp32", "bf16"), default="fp32",
-                   help="bf16: emulate train.activation_dtype = bf16 (the cores store bf16)")
+    r.add_argument("--activation-dtype", choices=("fp32", "bf16"), nargs="+", default=["fp32"],
+                   help="bf16: emulate train.activation_dtype = bf16 (the cores store bf16); "
+                        "one value for every IN.h5 or one per IN.h5")
     i = sub.add_parser("init", help="random weights following each design's init rules")
     i.add_argument("--config", required=True, help="JSON text or a JSON file")
     i.add_argument("--seed", type=int, default=0)
