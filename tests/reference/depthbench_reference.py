@@ -3,7 +3,8 @@
 
 Written from the specification only (doc/architectures.md, doc/suites.md; originally the project specification) and the
 parameter exchange format (doc/parameters.md). Every design's forward is written plainly from the
-spec equations; gradients come from torch autograd. Default precision is float64.
+spec equations; gradients come from torch autograd. Default precision is float64;
+--activation-dtype bf16 emulates the cores' bf16 storage in float32 (README.md next to this file).
 
 Decisions where the spec or the names document is ambiguous are listed in README.md next to this
 file; comments below cite the spec section ("spec §N") they implement.
