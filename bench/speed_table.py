@@ -73,7 +73,8 @@ def print_lever_table(levers, ours, notes):
                 reason = r or "not measured in this run"
                 print(f"| {design} | {variant} | {reason.split(':')[0]} | " +
                       " | ".join([DASH] * 7) + " |")
-                notes.append(f"depthbench {design} L24 {variant}: {reason}")
+                if not (r and variant == rows[0][0]):  # a failed main row: noted under its table
+                    notes.append(f"depthbench {design} L24 {variant}: {reason}")
                 continue
             step = (f"{r['step_ms'] / base['step_ms']:.2f}×" if isinstance(base, dict) else DASH)
             peak = (f"{r['peak_memory_bytes'] / base['peak_memory_bytes']:.2f}×"
