@@ -45,9 +45,21 @@ def fmt_int(x):
 
 def attention_cell(paths):
     """The path names of depthbench's attention_paths ("B=8 T=2048 H=16 H_kv=16 hd=64: cudnn;
-    ..."), and whether a shape fell back (its reason, in parentheses, goes under the table)."""
+    ..."); a fallback's reason, in parentheses, goes under the table (fallback_notes)."""
     names = list(dict.fromkeys(re.findall(r"hd=\d+: (\w+)", paths)))
-    return ("/".join(names) if names else paths or DASH), "(" in paths
+    return "/".join(names) if names else paths or DASH
+
+
+def fallback_notes(label, r, notes):
+    """Lines for what did not run as asked: an attention shape that fell back, a failed capture;
+    returns the CUDA graphs cell."""
+    if "(" in r.get("attention_paths", ""):
+        notes.append(f"attention of {label}: {r['attention_paths']}")
+    graphs = r.get("cuda_graphs", DASH)
+    if graphs.startswith("eager after capture failed"):
+        notes.append(f"CUDA graphs of {label}: {graphs}")
+        graphs = "eager: capture failed"
+    return graphs
 
 
 def print_lever_table(levers, ours, notes):
@@ -79,13 +91,8 @@ def print_lever_table(levers, ours, notes):
             step = (f"{r['step_ms'] / base['step_ms']:.2f}×" if isinstance(base, dict) else DASH)
             peak = (f"{r['peak_memory_bytes'] / base['peak_memory_bytes']:.2f}×"
                     if isinstance(base, dict) and base["peak_memory_bytes"] else DASH)
-            attention, fell_back = attention_cell(r.get("attention_paths", ""))
-            if fell_back:
-                notes.append(f"attention of {design} {variant}: {r['attention_paths']}")
-            graphs = r.get("cuda_graphs", DASH)
-            if graphs.startswith("eager after capture failed"):
-                notes.append(f"CUDA graphs of {design} {variant}: {graphs}")
-                graphs = "eager: capture failed"
+            attention = attention_cell(r.get("attention_paths", ""))
+            graphs = fallback_notes(f"{design} {variant}", r, notes)
             print(f"| {design} | {variant} | {fmt_int(r['tokens_per_second'])} | "
                   f"{r['step_ms']:.1f} | {step} | {r['peak_memory_bytes'] / 2**30:.2f} | {peak} | "
                   f"{attention} | {r.get('activation_dtype', DASH)} | {graphs} |")
@@ -170,6 +177,7 @@ def main():
         if isinstance(r, dict):
             label = f"{SHAPE_NAMES.get(shape, shape)} (d {r['d_model']}, L {r['n_layer']})"
             ratio = (f"{r['step_ms'] / pre['step_ms']:.2f}×" if isinstance(pre, dict) else DASH)
+            fallback_notes(f"{arch} {shape}", r, notes)
             cells = [fmt_int(r["tokens_per_second"]), f"{100 * r['mfu']:.1f}%",
                      f"{r['step_ms']:.1f}", f"{r['peak_memory_bytes'] / 2**30:.2f}", ratio]
         else:
@@ -189,7 +197,7 @@ def main():
                 if t:
                     notes.append(f"PyTorch {mode} {arch} {shape}: {why(t)}")
         print(f"| {label} | {arch} | " + " | ".join(cells + torch_cells + torch_ratios) + " |")
-    print_notes(notes, "Why a cell is empty")
+    print_notes(notes, "Why a cell is empty, and what fell back")
     if levers:
         print_lever_table(levers, ours, lever_notes)
         print_notes(lever_notes, "Why a cell is empty, and what fell back")

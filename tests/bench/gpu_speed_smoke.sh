@@ -89,7 +89,8 @@ grep -q "depthbench pre_ln L24 cuda_graphs=off: failed: depthbench bench: error:
   "$work/bad/gpu_speed.md" || fail "the reason of the lever row's failure"
 
 # The lever table's GPU cells, from results a GPU would give: the attention paths without their
-# shapes (a fallback's reason under the table), a failed capture, a row skipped for time.
+# shapes (a fallback's reason under the table, the main table's too), a failed capture, a row
+# skipped for time.
 gpu_result() {  # ARCH ATTENTION_PATHS CUDA_GRAPHS STEP_MS PEAK_BYTES
   printf '{"arch": "%s", "backend": "cuda", "device": "NVIDIA H200", "precision": "bf16", "activation_dtype": "bf16", "attention_paths": "%s", "cuda_graphs": "%s", "recompute": "none", "n_layer": 24, "d_model": 1024, "seq_len": 2048, "micro_batch": 8, "steps": 5, "warmup_steps": 3, "step_ms": %s, "tokens_per_second": %s, "mfu": 0.4, "peak_memory_bytes": %s}' \
     "$1" "$2" "$3" "$4" "$((16384000 / $4))" "$5"
@@ -97,6 +98,8 @@ gpu_result() {  # ARCH ATTENTION_PATHS CUDA_GRAPHS STEP_MS PEAK_BYTES
 {
   printf 'L24\t{"source": "depthbench", "result": %s}\n' \
     "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=64: cudnn" captured 100 8589934592)"
+  printf 'L24\t{"source": "depthbench", "result": %s}\n' \
+    "$(gpu_result hc "B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)" captured 110 8589934592)"
   printf 'L24\t{"source": "depthbench", "result": %s, "variant": "attention=reference"}\n' \
     "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=64: reference" captured 400 8589934592)"
   printf 'L24\t{"source": "depthbench", "result": %s, "variant": "recompute=blocks"}\n' \
@@ -110,6 +113,7 @@ for row in '| pre_ln | all levers on (defaults) | 163 840 | 100.0 | 1.00× | 8.0
   '| pre_ln | recompute=blocks | 131 072 | 125.0 | 1.25× | 4.00 | 0.50× | flash | bf16 | eager: capture failed |' \
   '| attnres_full | all levers on (defaults) | not measured in this run | — | — | — | — | — | — | — |' \
   '| attnres_full | activation_dtype=fp32 | skipped | — | — | — | — | — | — | — |' \
+  '- attention of hc L24: B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)' \
   '- attention of pre_ln recompute=blocks: B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)' \
   '- CUDA graphs of pre_ln recompute=blocks: eager after capture failed: cudaErrorStreamCaptureInvalidated' \
   '- depthbench attnres_full L24 activation_dtype=fp32: skipped: time budget spent'; do
