@@ -24,7 +24,7 @@
 #                command go there (default: a fresh folder under ${TMPDIR:-/tmp}).
 # Environment: DEPTHBENCH (default: build/depthbench of this tree, else depthbench on PATH),
 # PYTHON (a python3 with torch; default python3, else /usr/bin/python3), STEPS (timed steps,
-# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 3, else 1), PEAK_TFLOPS (the MFU
+# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 3, --cpu-smoke 1), PEAK_TFLOPS (the MFU
 # denominator, default 989: dense bf16 of one H100/H200 SXM), PRECISION (default bf16),
 # DESIGNS (default all ten), DEPTH_1P6B (28), BUDGET_S (whole run, default 3600; --short 100),
 # ITEM_S (one command at most, default 600; --short 60),
@@ -137,7 +137,7 @@ skip() {
 # bench call: the shape's, the script's, BENCH_ARGS and the lever's, a later value of a key
 # replacing an earlier one (the parser refuses a key given twice).
 run_args() {
-  local shape=$1 lever=${2:-} pairs shape_args key
+  local shape=$1 lever=${2:-} pairs shape_args key i
   local -A at=()  # key -> index of its value in ARGS
   read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
   pairs=("${shape_args[@]}" --train.precision "$PRECISION" --train.steps "$STEPS" "${BENCH_OVERRIDES[@]}")

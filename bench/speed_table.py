@@ -80,12 +80,12 @@ def print_lever_table(levers, ours, notes):
         base = ours.get(("L24", design))
         rows = [("all levers on (defaults)", base)]
         rows += [(variant, r) for arch, (variant, r) in levers if arch == design]
-        for variant, r in rows:
+        for number, (variant, r) in enumerate(rows):
             if not isinstance(r, dict):
                 reason = r or "not measured in this run"
                 print(f"| {design} | {variant} | {reason.split(':')[0]} | " +
                       " | ".join([DASH] * 7) + " |")
-                if not (r and variant == rows[0][0]):  # a failed main row: noted under its table
+                if number > 0 or r is None:  # a failed main row has its line under its table
                     notes.append(f"depthbench {design} L24 {variant}: {reason}")
                 continue
             step = (f"{r['step_ms'] / base['step_ms']:.2f}×" if isinstance(base, dict) else DASH)
