@@ -5,13 +5,17 @@
 # --json` of each design (tokens/s, MFU, step time, peak memory), step time against Pre-LN of the
 # same shape and run, and bench/pytorch_reference.py (eager with scaled_dot_product_attention,
 # and torch.compile) of the designs it implements ("—" for the others), with the ratio
-# depthbench / PyTorch. Then the per-op time breakdown of one Pre-LN step at L = 24
-# (`depthbench bench --breakdown`: CUDA events around every op).
+# depthbench / PyTorch. Then issue 22's levers one at a time: Pre-LN at L = 24 with one lever
+# switched off (the table "Pre-LN L = 24, one lever off", against the main table's Pre-LN row,
+# every lever at its default), and the per-op time breakdown of one Pre-LN step at L = 24
+# (`depthbench bench --breakdown`: CUDA events around every op), taken in the cuda_graphs = off
+# run (a timed model runs eagerly). train.reduce_bucket_mb (lever 5) needs two GPUs or more: it
+# has no row in this one-GPU table.
 #
 # usage: bench/gpu_speed.sh [--short] [--cpu-smoke] [--out DIR]
-#   --short      what tests/gpu/check.sh runs: Pre-LN and HC at L = 24, Pre-LN at L = 70,
-#                PyTorch on Pre-LN at L = 24; 2 timed steps; items that do not fit BUDGET_S are
-#                listed as skipped.
+#   --short      what tests/gpu/check.sh runs: Pre-LN and HC at L = 24, Pre-LN at L = 70, the
+#                levers cuda_graphs = off and activation_dtype = fp32, PyTorch on Pre-LN at
+#                L = 24; 2 timed steps; items that do not fit BUDGET_S are listed as skipped.
 #   --cpu-smoke  the same script on the CPU backend at tiny shapes (d 64, T 32, V 257), two
 #                designs (DESIGNS), 2 timed steps, and PyTorch on the CPU: proves the script and
 #                the table format where no GPU is (CTest bench.gpu_speed_cpu_smoke). Its
@@ -20,10 +24,17 @@
 #                command go there (default: a fresh folder under ${TMPDIR:-/tmp}).
 # Environment: DEPTHBENCH (default: build/depthbench of this tree, else depthbench on PATH),
 # PYTHON (a python3 with torch; default python3, else /usr/bin/python3), STEPS (timed steps,
-# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 3, else 1), PEAK_TFLOPS (the MFU
+# default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 3, --cpu-smoke 1), PEAK_TFLOPS (the MFU
 # denominator, default 989: dense bf16 of one H100/H200 SXM), PRECISION (default bf16),
 # DESIGNS (default all ten), DEPTH_1P6B (28), BUDGET_S (whole run, default 3600; --short 100),
-# ITEM_S (one command at most, default 600; --short 60).
+# ITEM_S (one command at most, default 600; --short 60),
+# BENCH_ARGS ("--train.KEY VALUE ...": added to every depthbench bench call, --shape-only too,
+#   replacing the script's own value of a key; a lever row's own key still wins),
+# LEVERS (the lever rows besides cuda_graphs = off, each [DESIGN:]KEY=VALUE, run as
+#   --train.KEY VALUE at L = 24, DESIGN default pre_ln; default "attention=reference
+#   activation_dtype=fp32 recompute=blocks attnres_full:activation_dtype=fp32", --short
+#   "activation_dtype=fp32", --cpu-smoke the first three and hc:activation_dtype=fp32).
+# Example: BENCH_ARGS="--train.attention flash --train.micro_batch 4" bench/gpu_speed.sh --short
 # Exit status: 0 when the Pre-LN row at L = 24 was measured, 1 otherwise, 2 for bad arguments.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +45,7 @@ while (($#)); do
     --short) SHORT=1; shift ;;
     --cpu-smoke) SMOKE=1; shift ;;
     --out) OUT=${2:?--out needs a folder}; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,15 +58,41 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null && /usr/bin/python3 -c "import torc
 fi
 FEW=$((SHORT || SMOKE))
 STEPS=${STEPS:-$((FEW ? 2 : 5))}
-# 3 in the full run: a micro-batch shape is captured as a CUDA graph at its third micro-batch
-# (train.cuda_graphs, doc/cuda.md), so the timed steps are replays.
-WARMUP=${WARMUP:-$((FEW ? 1 : 3))}
+# 3 on a GPU: a micro-batch shape is captured as a CUDA graph at its third micro-batch
+# (train.cuda_graphs, doc/cuda.md), so the timed steps are replays (else the cuda_graphs = off
+# row would compare eager steps with eager steps and a capture). The CPU has no graphs.
+WARMUP=${WARMUP:-$((SMOKE ? 1 : 3))}
 PEAK_TFLOPS=${PEAK_TFLOPS:-989}
 PRECISION=${PRECISION:-$( ((SMOKE)) && echo fp32 || echo bf16)}
 ALL_DESIGNS="pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnres_block"
 # The smoke test needs one design PyTorch has and one it lacks, not all ten.
 DESIGNS=${DESIGNS:-$( ((SMOKE)) && echo "pre_ln hc" || echo "$ALL_DESIGNS")}
 DEPTH_1P6B=${DEPTH_1P6B:-28}
+# Issue 22's levers, one switched off per row at L = 24 (cuda_graphs = off always: it carries the
+# breakdown); a design with its own arithmetic on warps last.
+if ((SMOKE)); then
+  LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 recompute=blocks hc:activation_dtype=fp32"}
+elif ((SHORT)); then
+  LEVERS=${LEVERS-"activation_dtype=fp32"}
+else
+  LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 recompute=blocks attnres_full:activation_dtype=fp32"}
+fi
+for lever in $LEVERS; do
+  [[ $lever =~ ^([a-z_0-9]+:)?[a-z_0-9]+=[^=]+$ ]] ||
+    { echo "gpu_speed.sh: LEVERS: '$lever' is not [DESIGN:]KEY=VALUE" >&2; exit 2; }
+done
+# BENCH_ARGS: "--train.KEY VALUE" pairs for every depthbench bench call.
+read -r -a BENCH_OVERRIDES <<<"${BENCH_ARGS:-}"
+for ((i = 0; i < ${#BENCH_OVERRIDES[@]}; i += 2)); do
+  key=${BENCH_OVERRIDES[i]} value=${BENCH_OVERRIDES[i + 1]:-}
+  [[ $key =~ ^--train\.[a-z_0-9]+$ && -n $value && $value != --* ]] ||
+    { echo "gpu_speed.sh: BENCH_ARGS takes '--train.KEY VALUE' pairs; '$key${value:+ $value}' is not one" >&2; exit 2; }
+done
+if ((${#BENCH_OVERRIDES[@]})); then
+  # A bad key or value ends the run here, with depthbench's own message, instead of in every row.
+  bad=$("$DEPTHBENCH" bench --shape-only "${BENCH_OVERRIDES[@]}" 2>&1 >/dev/null) ||
+    { echo "gpu_speed.sh: BENCH_ARGS: ${bad:-$DEPTHBENCH bench --shape-only failed}" >&2; exit 2; }
+fi
 BUDGET_S=${BUDGET_S:-$((SHORT ? 100 : 3600))}
 ITEM_S=${ITEM_S:-$((SHORT ? 60 : 600))}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/gpu_speed.XXXXXX")}
@@ -91,30 +128,68 @@ item_limit() {
   ((l >= 5)) && echo "$l" || echo 0
 }
 record() { printf '%s\t%s\n' "$1" "$2" >>"$RESULTS"; }  # SHAPE JSON
-skip() { record "$1" "{\"source\": \"$2\", \"arch\": \"$3\"${4:+, \"mode\": \"$4\"}, \"skipped\": \"time budget spent\"}"; }
+# skip SHAPE SOURCE ARCH [MODE] [VARIANT]
+skip() {
+  record "$1" "{\"source\": \"$2\", \"arch\": \"$3\"${4:+, \"mode\": \"$4\"}${5:+, \"variant\": \"$5\"}, \"skipped\": \"time budget spent\"}"
+}
 
-# ours SHAPE DESIGN [--breakdown]: one depthbench bench, its JSON recorded under SHAPE.
-ours() {
-  local shape=$1 design=$2 extra=${3:-} limit log line shape_args
-  limit=$(item_limit)
-  ((limit > 0)) || { skip "$shape" depthbench "$design"; return; }
-  log=$OUT/depthbench_${shape}_$design.log
+# run_args SHAPE [KEY=VALUE]: into ARGS, the --model.* and --train.* pairs of a depthbench
+# bench call: the shape's, the script's, BENCH_ARGS and the lever's, a later value of a key
+# replacing an earlier one (the parser refuses a key given twice).
+run_args() {
+  local shape=$1 lever=${2:-} pairs shape_args key i
+  local -A at=()  # key -> index of its value in ARGS
   read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
-  echo "[gpu_speed +$(($(date +%s) - START))s] depthbench $design $shape (limit ${limit}s)" >&2
+  pairs=("${shape_args[@]}" --train.precision "$PRECISION" --train.steps "$STEPS" "${BENCH_OVERRIDES[@]}")
+  [[ -n $lever ]] && pairs+=("--train.${lever%%=*}" "${lever#*=}")
+  ARGS=()
+  for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+    key=${pairs[i]}
+    if [[ -n ${at[$key]:-} ]]; then
+      local index=${at[$key]}
+      ARGS[index]=${pairs[i + 1]}
+    else
+      ARGS+=("$key" "${pairs[i + 1]}")
+      at[$key]=$((${#ARGS[@]} - 1))
+    fi
+  done
+}
+
+# ours SHAPE DESIGN [LEVER [FLAG...]]: one depthbench bench, its JSON recorded under SHAPE;
+# LEVER (KEY=VALUE, run as --train.KEY VALUE) makes it a row of the lever table.
+ours() {
+  local shape=$1 design=$2 lever=${3:-} limit log line
+  local flags=("${@:4}")
+  limit=$(item_limit)
+  ((limit > 0)) || { skip "$shape" depthbench "$design" "" "$lever"; return; }
+  log=$OUT/depthbench_${shape}_$design${lever:+_$lever}.log
+  run_args "$shape" "$lever"
+  echo "[gpu_speed +$(($(date +%s) - START))s] depthbench $design $shape${lever:+ $lever} (limit ${limit}s)" >&2
   timeout -k 10 "$limit" "$DEPTHBENCH" bench --json --backend "$BACKEND" \
-    --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" "${shape_args[@]}" --model.arch "$design" \
-    --train.precision "$PRECISION" --train.steps "$STEPS" --warmup "$WARMUP" \
-    --peak-tflops "$PEAK_TFLOPS" $extra >"$log" 2>&1
+    --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" --model.arch "$design" "${ARGS[@]}" \
+    --warmup "$WARMUP" --peak-tflops "$PEAK_TFLOPS" "${flags[@]}" >"$log" 2>&1
   local rc=$?
   line=$(grep -m1 '^{' "$log")
+  # "variant" after "result": tests/gpu/check.sh counts '"source": "depthbench", "result"'.
   if [[ $rc == 0 && -n $line ]]; then
-    record "$shape" "{\"source\": \"depthbench\", \"result\": $line}"
+    record "$shape" "{\"source\": \"depthbench\", \"result\": $line${lever:+, \"variant\": \"$lever\"}}"
   else
     local why
     why=$( ((rc == 124 || rc == 137)) && echo "timed out after ${limit}s" ||
       grep -m1 -iE "error|what|fault" "$log" | cut -c1-100 | tr -d '"\\')
-    record "$shape" "{\"source\": \"depthbench\", \"arch\": \"$design\", \"failed\": \"${why:-exit $rc}\"}"
+    record "$shape" "{\"source\": \"depthbench\", \"arch\": \"$design\"${lever:+, \"variant\": \"$lever\"}, \"failed\": \"${why:-exit $rc}\"}"
   fi
+}
+
+# levers: the lever table's rows (LEVERS); each compares with the main table's row of its design
+# at L = 24, every lever at its default.
+levers() {
+  local lever design
+  for lever in $LEVERS; do
+    design=pre_ln
+    [[ $lever == *:* ]] && design=${lever%%:*} lever=${lever#*:}
+    ours L24 "$design" "$lever"
+  done
 }
 
 # The designs bench/pytorch_reference.py implements (asked once; it needs no torch for that).
@@ -122,7 +197,7 @@ TORCH_DESIGNS=" $("$PYTHON" "$HERE/pytorch_reference.py" --list-designs 2>/dev/n
 
 # theirs SHAPE DESIGN MODE: bench/pytorch_reference.py on the shape depthbench measured.
 theirs() {
-  local shape=$1 design=$2 mode=$3 limit log shape_json shape_args
+  local shape=$1 design=$2 mode=$3 limit log shape_json
   if [[ $TORCH_DESIGNS != *" $design "* ]]; then
     record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"design $design is not written in the PyTorch reference\"}"
     return
@@ -131,9 +206,9 @@ theirs() {
   ((limit > 0)) || { skip "$shape" pytorch "$design" "$mode"; return; }
   # The shape as depthbench resolves it (without running anything, so PyTorch runs even where
   # our own bench failed).
-  read -r -a shape_args <<<"${SHAPE_ARGS[$shape]}"
+  run_args "$shape"
   shape_json=$("$DEPTHBENCH" bench --shape-only --suite "${SHAPE_SUITE[$shape]}" --depth "${SHAPE_DEPTH[$shape]}" \
-    "${shape_args[@]}" 2>&1 | grep -m1 '^{')
+    "${ARGS[@]}" 2>&1 | grep -m1 '^{')
   [[ -n $shape_json ]] || { record "$shape" "{\"source\": \"pytorch\", \"arch\": \"$design\", \"mode\": \"$mode\", \"unavailable\": \"depthbench bench --shape-only gave no shape\"}"; return; }
   log=$OUT/pytorch_${shape}_${design}_$mode.log
   echo "[gpu_speed +$(($(date +%s) - START))s] pytorch $mode $design $shape (limit ${limit}s)" >&2
@@ -151,19 +226,24 @@ theirs() {
   fi
 }
 
+# The breakdown goes with cuda_graphs = off: a model whose ops are timed runs eagerly anyway.
 if ((SHORT)); then
-  ours L24 pre_ln --breakdown
+  ours L24 pre_ln
+  ours L24 pre_ln cuda_graphs=off --breakdown
   ours L24 hc
   ours L70 pre_ln
+  levers
   theirs L24 pre_ln eager
   theirs L24 pre_ln compile
 else
   for shape in L24 L70; do
     for design in $DESIGNS; do
-      ours "$shape" "$design" "$([[ $shape == L24 && $design == pre_ln ]] && echo --breakdown)"
+      ours "$shape" "$design"
     done
   done
   ours 1p6b pre_ln
+  ours L24 pre_ln cuda_graphs=off --breakdown
+  levers
   for shape in L24 L70; do
     for design in $DESIGNS; do
       for mode in eager compile; do theirs "$shape" "$design" "$mode"; done
@@ -174,11 +254,12 @@ fi
 
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cat "$ROOT/../VERSION" 2>/dev/null || echo unknown)
 table_args=(--commit "$commit" --peak-tflops "$PEAK_TFLOPS" --precision "$PRECISION")
+[[ -n ${BENCH_ARGS:-} ]] && table_args+=(--bench-args "$BENCH_ARGS")
 ((SMOKE)) && table_args+=(--cpu-smoke)
 "$PYTHON" "$HERE/speed_table.py" "$RESULTS" "${table_args[@]}" >"$OUT/gpu_speed.md"
 rc=$?
 cat "$OUT/gpu_speed.md"
 echo "results: $OUT/gpu_speed.md, $RESULTS, logs in $OUT" >&2
 ((rc == 0)) || exit 1
-grep -P '^L24\t' "$RESULTS" | grep -q '"result": {"arch": "pre_ln"' || exit 1
+grep -P '^L24\t' "$RESULTS" | grep -v '"variant"' | grep -q '"result": {"arch": "pre_ln"' || exit 1
 exit 0

@@ -17,7 +17,9 @@ void print_bench_text(const BenchResult& r) {
               r.tokens_per_second, r.flops_per_token * r.tokens_per_second * 1e-9, r.step_ms,
               r.peak_memory_bytes / double(1 << 30), r.loss);
   if (!r.device.empty()) std::printf(" mfu=%.2f%%", 100 * r.mfu());
-  std::printf("\nattention_paths: %s\n", r.attention_paths.c_str());
+  std::printf("\nactivation_dtype: %s\nattention_paths: %s\ncuda_graphs: %s\nrecompute: %s\n",
+              r.activation_dtype.c_str(), r.attention_paths.c_str(), r.cuda_graphs.c_str(),
+              c.recompute.c_str());
   if (!r.device.empty())
     std::printf(
         "mfu is achieved FLOP/s ((6·N_non-embedding + 12·L·d·T + design extras) per token) over "
@@ -38,7 +40,10 @@ void print_bench_json(const BenchResult& r) {
   field("backend", json_quote(r.backend));
   field("device", json_quote(r.device));
   field("precision", json_quote(c.precision));
+  field("activation_dtype", json_quote(r.activation_dtype));
   field("attention_paths", json_quote(r.attention_paths));
+  field("cuda_graphs", json_quote(r.cuda_graphs));
+  field("recompute", json_quote(c.recompute));
   field("threads", integer(r.threads));
   field("n_layer", integer(m.n_layer));
   field("d_model", integer(m.d_model));
@@ -63,9 +68,9 @@ void print_bench_json(const BenchResult& r) {
   if (!r.breakdown.empty()) {
     std::string sections = "[";
     for (const SectionTimer::Total& t : r.breakdown)
-      sections += std::string(sections.size() > 1 ? ", " : "") +
-                  "{\"section\": " + json_quote(t.section) + ", \"ms\": " + json_number(t.milliseconds) +
-                  ", \"calls\": " + integer(t.calls) + "}";
+      sections +=
+          std::string(sections.size() > 1 ? ", " : "") + "{\"section\": " + json_quote(t.section) +
+          ", \"ms\": " + json_number(t.milliseconds) + ", \"calls\": " + integer(t.calls) + "}";
     field("breakdown_step_ms", json_number(r.breakdown_step_ms));
     field("breakdown", sections + "]");
   }

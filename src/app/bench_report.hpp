@@ -12,8 +12,10 @@ namespace db::app {
 
 struct BenchResult {
   RunConfig config;
-  std::string backend, device;  // device: "" on the host
-  std::string attention_paths;  // the attention kernel each shape ran (Ops::attention_paths)
+  std::string backend, device;   // device: "" on the host
+  std::string attention_paths;   // the attention kernel each shape ran (Ops::attention_paths)
+  std::string activation_dtype;  // what the sublayer cores stored: fp32 | bf16
+  std::string cuda_graphs;       // what the micro-batches ran as (Ops::capture_status)
   int threads = 0;
   int64_t params = 0, params_non_embedding = 0;
   double flops_per_token = 0;  // 6·N_non-embedding + 12·L·d·T + the design's extras

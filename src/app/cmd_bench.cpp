@@ -215,6 +215,9 @@ int run_bench_command(int argc, char** argv) {
   }
   result.backend = backend.name();
   result.attention_paths = model.ops().attention_paths();
+  result.activation_dtype = model.backbone().bf16_storage() ? "bf16" : "fp32";
+  // "off (ops timed)" with --breakdown: a timed model runs every micro-batch eagerly.
+  result.cuda_graphs = model.ops().capture_status();
   result.device = backend.space().is_host() ? "" : backend.device_name();
   result.warmup_steps = options.warmup_steps;
   result.measured_steps = config.recipe.steps;

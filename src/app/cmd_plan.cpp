@@ -63,7 +63,8 @@ int run_plan_command(int argc, char** argv) {
   std::printf(
       "memory: estimated per rank at the recipe's train.micro_batch (weights, AdamW, "
       "activations with the design's own state as train.recompute keeps them, cuDNN's attention "
-      "workspace in bf16 CUDA runs; one H200 holds 141 GB)\n");
+      "workspace in bf16 CUDA runs, the MPI gradient sum's scratch of CPU runs on --ranks-per-run "
+      "> 1; one H200 holds 141 GB)\n");
   std::printf(
       "disk: per run, the files it keeps: NAME.weights + NAME.init.weights (fp32, 4 bytes per "
       "parameter each; with a 128K vocabulary even a tiny model's embedding and head make them "
@@ -90,8 +91,8 @@ int run_plan_command(int argc, char** argv) {
         human(double(run.counts.total)).c_str(), human(double(run.counts.backbone)).c_str(),
         human(double(run.tokens)).c_str(), (long long)run.config.recipe.steps,
         run.config.recipe.learning_rate, run.flops, gpu_hours,
-        estimate_memory(sized).total() / double(1 << 30), sweep::format_bytes(disk.kept()).c_str(),
-        sweep::run_status(run.config).c_str(),
+        estimate_memory(sized, options.ranks_per_run).total() / double(1 << 30),
+        sweep::format_bytes(disk.kept()).c_str(), sweep::run_status(run.config).c_str(),
         run.design_registered ? "" : "  unregistered design");
     if (const std::string note = sweep::design_note(m); !note.empty()) {
       std::printf("      note: %s\n", note.c_str());

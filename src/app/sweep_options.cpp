@@ -15,12 +15,14 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
       "suite", po::value<std::string>(&options.suite_file),
       "suite file, or the name of a shipped suite (demo.ini; doc/suites.md)")(
       "out", po::value<std::string>(&options.out_dir),
-      "output directory of run files (default runs/SUITE_NAME)");
+      "output directory of run files (default runs/SUITE_NAME)")(
+      "ranks-per-run", po::value<int>(&options.ranks_per_run)->default_value(1),
+      is_sweep ? "ranks G of each run's communicator (world size must be a multiple)"
+               : "ranks G of each run, for the memory per rank (a CPU run on G > 1 ranks adds "
+                 "its MPI gradient sum's scratch)");
   if (is_sweep)
-    desc.add_options()("ranks-per-run", po::value<int>(&options.ranks_per_run)->default_value(1),
-                       "ranks G of each run's communicator (world size must be a multiple)")(
-        "quiet", po::bool_switch(&options.quiet),
-        "only the run start and end lines, no overall progress lines")(
+    desc.add_options()("quiet", po::bool_switch(&options.quiet),
+                       "only the run start and end lines, no overall progress lines")(
         "verbose", po::bool_switch(&options.verbose),
         "also every run's step and validation lines (always written to DIR/NAME.log)")(
         "retry-failed", po::bool_switch(&options.retry_failed),
@@ -46,7 +48,7 @@ bool parse_sweep_options(int argc, char** argv, bool is_sweep, SweepOptions& opt
     std::cout
         << (is_sweep
                 ? "usage: mpirun -np N depthbench sweep SUITE.ini --ranks-per-run G --out DIR\n"
-                : "usage: depthbench plan SUITE.ini [--out DIR]\n")
+                : "usage: depthbench plan SUITE.ini [--out DIR] [--ranks-per-run G]\n")
         << desc << "\n";
     return false;
   }

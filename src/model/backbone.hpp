@@ -6,13 +6,16 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "core/error.hpp"
 #include "model/model_config.hpp"
 #include "model/parameters.hpp"
 #include "model/recompute.hpp"
+#include "model/sublayer_cores.hpp"
 #include "ops/ops.hpp"
 
 namespace db {
@@ -44,8 +47,10 @@ struct ForwardObserver {
 template <class T>
 class Backbone {
  public:
+  // bf16_storage: the cores store their activations in bf16 (ops.bf16_storage() must exist).
   Backbone(const ModelConfig& config, const ParameterLayout& layout, ParameterStore<T>& params,
-           Ops<T>& ops);
+           Ops<T>& ops, bool bf16_storage = false);
+  ~Backbone();
 
   // Declares the backbone's own parameters (embedding, head, final norm, block matrices).
   static void declare(ParameterLayout& layout, const ModelConfig& config);
@@ -74,29 +79,30 @@ class Backbone {
   const ParameterLayout& layout() const { return layout_; }
 
   // --- sublayer cores: y = Attn(x) and y = FFN(x) of the block at position p ---------------
-  // A core keeps its input x by pointer, not as a copy: the caller keeps x unchanged until the
-  // backward, whose dx must be another buffer.
-  void attention_forward(int p, const T* x, T* y);
-  void attention_backward(int p, const T* dy, T* dx);  // dx overwritten, weight grads added
-  // The attention core in stages, for designs that replace its softmax (MoDA):
-  // attention_forward = attention_project → ops().attention_forward → attention_output.
-  // attention_project fills q, k (after QK-norm and RoPE) and v of attention_cache(p) and sizes
-  // o and lse; k_unrotated (optional, [rows, H_kv·hd]) receives k after QK-norm, before RoPE.
-  void attention_project(int p, const T* x, T* k_unrotated = nullptr);
-  void attention_output(int p, T* y);  // y = o·W_oᵀ with o of attention_cache(p)
-  void attention_output_backward(int p, const T* dy, T* d_o);  // d_o overwritten, W_o grad added
-  // dq, dk: gradients of the rotated q, k (consumed: used as scratch); dk_unrotated (optional):
-  // a further gradient of the pre-RoPE k. dx overwritten, W_q, W_k, W_v (and QK-norm) grads added.
-  void attention_project_backward(int p, T* dq, T* dk, const T* dv, T* dx,
-                                  const T* dk_unrotated = nullptr);
-  void ffn_forward(int p, const T* x, T* y);
-  void ffn_backward(int p, const T* dy, T* dx);
+  // (sublayer_cores.hpp). A core keeps its input x by pointer or as a rounded copy: the caller
+  // keeps x unchanged until the backward, whose dx must be another buffer.
+  void attention_forward(int p, const T* x, T* y) { cores_->attention_forward(*this, p, x, y); }
+  void attention_backward(int p, const T* dy, T* dx) {  // dx overwritten, weight grads added
+    cores_->attention_backward(*this, p, dy, dx);
+  }
+  void ffn_forward(int p, const T* x, T* y) { cores_->ffn_forward(*this, p, x, y); }
+  void ffn_backward(int p, const T* dy, T* dx) { cores_->ffn_backward(*this, p, dy, dx); }
+  // Whether the cores store their activations in bf16 (train.activation_dtype), else in T.
+  bool bf16_storage() const { return bf16_storage_; }
+  // The cores with storage type S, for designs that reach into them (MoDA): S must be bfloat16
+  // when bf16_storage(), else T.
+  template <class S>
+  SublayerCores<T, S>& cores() {
+    auto* typed = dynamic_cast<SublayerCores<T, S>*>(cores_.get());
+    DB_REQUIRE(typed, "the sublayer cores store another type");
+    return *typed;
+  }
 
   // --- activation recomputation (train.recompute, layer_loop.hpp) --------------------------
   bool recompute_blocks() const { return recompute_ == Recompute::blocks; }
   void set_recompute(Recompute r) { recompute_ = r; }
   // Frees the attention and FFN caches of position p (its forward is re-run before its backward).
-  void release_caches(int p);
+  void release_caches(int p) { cores_->release(p); }
 
   // --- norms over rows of width `width` (gain_id < 0: no gain) ----------------------------
   void rmsnorm_forward(int gain_id, const T* x, T* y, NormCache<T>& cache, int64_t rows, int width);
@@ -119,20 +125,7 @@ class Backbone {
   void observe_sublayer(int k, const T* input, const T* output, int width = -1);
   void observe_depth_state(int l, const T* state, int width = -1);
 
-  // Attention internals of position p, for designs that extend attention (MoDA).
-  struct AttentionCache {
-    const T* x = nullptr;  // the input, kept by the caller
-    Buffer<T> q, k, v, o, lse, q_pre_norm, k_pre_norm, q_rstd, k_rstd;
-  };
-  AttentionCache& attention_cache(int p) { return attention_[p]; }
-  // RoPE at this batch's positions on x [rows, heads, head_dim]; inverse for the backward.
-  void rope(T* x, int heads, bool inverse);
-
  private:
-  struct FfnCache {
-    const T* x = nullptr;  // the input, kept by the caller
-    Buffer<T> a, b, h;
-  };
   // Hands a tensor to an observer in host memory.
   const T* host_view(const T* data, int64_t count);
 
@@ -144,9 +137,9 @@ class Backbone {
   Recompute recompute_ = Recompute::none;
   int64_t batch_ = 0;
   int seq_len_ = 0;
-  std::vector<AttentionCache> attention_;
-  std::vector<FfnCache> ffn_;
-  Buffer<T> scratch_a_, scratch_b_, scratch_c_, dq_, dk_, dv_;
+  bool bf16_storage_ = false;
+  std::unique_ptr<StorageOps<T, T>> same_type_ops_;  // the cores' ops when they store T
+  std::unique_ptr<SublayerCoresBase<T>> cores_;
   std::vector<T> observed_[2];  // host copies for the observers
 };
 

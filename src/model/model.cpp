@@ -52,7 +52,8 @@ Model<T>::Model(const ModelConfig& config, const Backend& backend, const OpsOpti
       head_id_(layout_->id(config.tie_embeddings ? "embed" : "lm_head")) {
   MemorySpaceScope scope(ops_->space());
   params_ = std::make_unique<ParameterStore<T>>(*layout_);
-  backbone_ = std::make_unique<Backbone<T>>(config_, *layout_, *params_, *ops_);
+  backbone_ = std::make_unique<Backbone<T>>(config_, *layout_, *params_, *ops_,
+                                            stores_bf16(options, !ops_->space().is_host()));
   design_ = make_design<T>(find_design(config.arch), config_);
 }
 

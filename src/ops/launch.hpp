@@ -17,6 +17,7 @@
 #include "core/host_device.hpp"
 #include "core/memory.hpp"
 #include "core/parallel.hpp"
+#include "ops/lanes.hpp"
 
 #if defined(__CUDACC__)
 #include "ops/cuda/launch.cuh"
@@ -88,23 +89,7 @@ void for_each_row_element(MemorySpace space, int64_t rows, int width, const F& f
   for_each_index(space, rows * width, RowElement<F>{f, width});
 }
 
-// The threads that share one row of a per-row functor run by for_each_row_lanes or
-// for_each_row_sum_lanes. The functor loops over its columns with
-//   for (int j = lanes.first(); j < d; j += lanes.step())
-// and reduces a partial over the row with lanes.sum(part), which every lane receives in the same
-// bits. On the host one lane takes the whole row, so these are the plain serial loops; on a GPU a
-// warp shares the row (ops/cuda/launch.cuh), its 32 threads reading a d-long row side by side.
-struct HostLanes {
-  DB_HD int first() const { return 0; }
-  DB_HD int step() const { return 1; }
-  DB_HD bool leader() const { return true; }  // the lane that writes a row's single values
-  template <class A>
-  DB_HD A sum(A part) const {
-    return part;
-  }
-};
-
-// f(r, lanes) for every row r < rows, in parallel (no order between rows).
+// f(r, lanes) for every row r < rows, in parallel (no order between rows); lanes: ops/lanes.hpp.
 template <class F>
 void for_each_row_lanes(MemorySpace space, int64_t rows, const F& f) {
   if (rows <= 0) return;

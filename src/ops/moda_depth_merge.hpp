@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "core/host_device.hpp"
+#include "ops/lanes.hpp"
 #include "ops/shapes.hpp"
 
 namespace db::moda_merge {
@@ -31,17 +32,12 @@ namespace db::moda_merge {
 // The largest head dim of a row: a warp holds 8 values per lane.
 constexpr int kMaxHeadDim = 256;
 
-// How one row's hd values are spread over the threads that work on it: a thread takes values
-// e = lane + kCount·c, c < kValues, and sum() adds a partial over them (every thread gets the
-// total). The CPU is one lane; the CUDA kernels use a warp (ops/cuda/moda_depth_merge.cu).
-struct OneLane {
-  static constexpr int kCount = 1, kValues = kMaxHeadDim;
-  DB_HD int lane() const { return 0; }
-  template <class A>
-  DB_HD A sum(A part) const {
-    return part;
-  }
-};
+// One row's hd values are spread over the threads that work on it (ops/lanes.hpp): a thread
+// takes values e = lanes.first() + Lanes::kCount·c, c < kValues, and lanes.sum() adds a partial
+// over them (every thread gets the total). The CPU is one lane (HostLanes); the CUDA kernels use
+// a warp (WarpLanes, ops/cuda/moda_depth_merge.cu).
+template <class Lanes>
+constexpr int kValues = kMaxHeadDim / Lanes::kCount;
 
 // Loops over a thread's values: unrolled on the GPU (device pass only: the host compiler does
 // not know the pragma), so that LaneValues stay in registers.
@@ -55,12 +51,12 @@ struct OneLane {
 // never read).
 template <class A, class Lanes>
 struct LaneValues {
-  A x[Lanes::kValues];
+  A x[kValues<Lanes>];
   template <class V>
   DB_HD void load(const Lanes& lanes, const V* src, int hd, A factor = A(1)) {
     DB_MODA_UNROLL
-    for (int c = 0; c < Lanes::kValues; ++c) {
-      const int e = lanes.lane() + Lanes::kCount * c;
+    for (int c = 0; c < kValues<Lanes>; ++c) {
+      const int e = lanes.first() + Lanes::kCount * c;
       if (e >= hd) break;
       x[c] = factor * A(src[e]);
     }
@@ -70,8 +66,8 @@ struct LaneValues {
   DB_HD A dot(const Lanes& lanes, const V* other, int hd) const {
     A part = 0;
     DB_MODA_UNROLL
-    for (int c = 0; c < Lanes::kValues; ++c) {
-      const int e = lanes.lane() + Lanes::kCount * c;
+    for (int c = 0; c < kValues<Lanes>; ++c) {
+      const int e = lanes.first() + Lanes::kCount * c;
       if (e >= hd) break;
       part += x[c] * A(other[e]);
     }
@@ -81,16 +77,16 @@ struct LaneValues {
   template <class V>
   DB_HD void scale_add(const Lanes& lanes, A keep, A weight, const V* other, int hd) {
     DB_MODA_UNROLL
-    for (int c = 0; c < Lanes::kValues; ++c) {
-      const int e = lanes.lane() + Lanes::kCount * c;
+    for (int c = 0; c < kValues<Lanes>; ++c) {
+      const int e = lanes.first() + Lanes::kCount * c;
       if (e >= hd) break;
       x[c] = keep * x[c] + weight * A(other[e]);
     }
   }
   DB_HD void scale(const Lanes& lanes, A factor, int hd) {
     DB_MODA_UNROLL
-    for (int c = 0; c < Lanes::kValues; ++c) {
-      const int e = lanes.lane() + Lanes::kCount * c;
+    for (int c = 0; c < kValues<Lanes>; ++c) {
+      const int e = lanes.first() + Lanes::kCount * c;
       if (e >= hd) break;
       x[c] *= factor;
     }
@@ -98,8 +94,8 @@ struct LaneValues {
   template <class V>
   DB_HD void store(const Lanes& lanes, V* dst, int hd) const {
     DB_MODA_UNROLL
-    for (int c = 0; c < Lanes::kValues; ++c) {
-      const int e = lanes.lane() + Lanes::kCount * c;
+    for (int c = 0; c < kValues<Lanes>; ++c) {
+      const int e = lanes.first() + Lanes::kCount * c;
       if (e >= hd) break;
       dst[e] = V(x[c]);
     }
@@ -155,7 +151,7 @@ DB_HD void forward_row(T* o, L* lse, const T* q, const T* depth_k, const T* dept
   out.scale(lanes, A(1) / sum, hd);
   out.store(lanes, o_row, hd);
   const A joint = mx + log(sum);
-  if (lanes.lane() == 0) lse[lse_offset(s, n, h)] = L(joint);
+  if (lanes.leader()) lse[lse_offset(s, n, h)] = L(joint);
 }
 
 // Backward of row n, kv head g: the depth part's gradients of every query head of the group, in
@@ -184,8 +180,8 @@ DB_HD void backward_row(T* dq, T* d_depth_k, T* d_depth_v, const T* d_o, const T
       const A ds = scale * p * (grad.dot(lanes, depth_v + at, hd) - D);
       dquery.scale_add(lanes, A(1), ds, depth_k + at, hd);
       DB_MODA_UNROLL
-      for (int c = 0; c < Lanes::kValues; ++c) {
-        const int e = lanes.lane() + Lanes::kCount * c;
+      for (int c = 0; c < kValues<Lanes>; ++c) {
+        const int e = lanes.first() + Lanes::kCount * c;
         if (e >= hd) break;
         d_depth_k[at + e] = T(A(d_depth_k[at + e]) + ds * query.x[c]);
         d_depth_v[at + e] = T(A(d_depth_v[at + e]) + p * grad.x[c]);

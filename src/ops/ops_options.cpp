@@ -19,4 +19,23 @@ CudaGraphs parse_cuda_graphs(const std::string& name) {
   throw Error("unknown train.cuda_graphs value '" + name + "' (valid: auto, on, off)");
 }
 
+ActivationDtype parse_activation_dtype(const std::string& name) {
+  if (name == "auto") return ActivationDtype::automatic;
+  if (name == "fp32") return ActivationDtype::fp32;
+  if (name == "bf16") return ActivationDtype::bf16;
+  throw Error("unknown train.activation_dtype value '" + name + "' (valid: auto, fp32, bf16)");
+}
+
+bool stores_bf16(const OpsOptions& options, bool gpu) {
+  switch (options.activation_dtype) {
+    case ActivationDtype::fp32:
+      return false;
+    case ActivationDtype::bf16:
+      return true;
+    case ActivationDtype::automatic:
+      break;
+  }
+  return gpu && options.precision == Precision::bf16;
+}
+
 }  // namespace db

@@ -1,8 +1,9 @@
 // How a backend's ops compute, chosen per run (doc/config.md, doc/cuda.md): the arithmetic of
-// the matrix products (train.precision), the attention path (train.attention) and whether a
-// micro-batch is replayed from a CUDA graph (train.cuda_graphs). One struct, so
-// that a new switch reaches Backend::make_float_ops without a new argument on every caller.
-// A backend ignores what it does not have: the CPU computes in fp32 with its one attention.
+// the matrix products (train.precision), the attention path (train.attention), whether a
+// micro-batch is replayed from a CUDA graph (train.cuda_graphs) and what the sublayer cores
+// store their activations in (train.activation_dtype, read by the model). One struct, so that a
+// new switch reaches Backend::make_float_ops without a new argument on every caller. A backend
+// ignores what it does not have: the CPU computes in fp32 with its one attention.
 #pragma once
 #include <string>
 
@@ -45,10 +46,24 @@ inline const char* cuda_graphs_choices() {
   return "auto | on | off";
 }
 
+// train.activation_dtype: what the sublayer cores store their activations in (storage_ops.hpp):
+// fp32 = the model type; bf16 = bf16 with fp32 arithmetic, on any backend (the CPU too);
+// automatic = bf16 on a GPU backend in bf16 precision, else fp32.
+enum class ActivationDtype { automatic, fp32, bf16 };
+// "auto" | "fp32" | "bf16", else db::Error naming the valid values.
+ActivationDtype parse_activation_dtype(const std::string& name);
+inline const char* activation_dtype_choices() {
+  return "auto | fp32 | bf16";
+}
+
 struct OpsOptions {
   Precision precision = Precision::fp32;
   AttentionPath attention = AttentionPath::automatic;
   CudaGraphs cuda_graphs = CudaGraphs::automatic;
+  ActivationDtype activation_dtype = ActivationDtype::automatic;
 };
+
+// Whether a model stores its cores' activations in bf16, on a GPU backend's ops or not.
+bool stores_bf16(const OpsOptions& options, bool gpu);
 
 }  // namespace db

@@ -41,6 +41,21 @@ class SectionTimer {
   bool recording_ = true;
 };
 
+// Runs call inside `section` while the timer records, else just runs it: what the timed ops
+// (ops/timed_ops.hpp, ops/timed_storage_ops.hpp) do around every op.
+template <class Call>
+void time_section(SectionTimer& timer, const char* section, Call&& call) {
+  if (!timer.recording()) return call();
+  timer.begin(section);
+  try {
+    call();
+  } catch (...) {  // the section still ends: a later op may begin one
+    timer.end();
+    throw;
+  }
+  timer.end();
+}
+
 // The host clock (std::chrono::steady_clock): right for work done on the calling thread.
 std::unique_ptr<SectionTimer> make_host_section_timer();
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "ops/timed_storage_ops.hpp"
+
 namespace db {
 namespace {
 
@@ -116,6 +118,14 @@ class TimedOps final : public Ops<T> {
   void upload_tokens(int32_t* dst, const int32_t* host, int64_t count) override {
     inner_->upload_tokens(dst, host, count);
   }
+  // The sublayer cores' ops on bf16 storage (train.activation_dtype), timed under the same
+  // section names as the model type's.
+  StorageOps<T, bfloat16>* bf16_storage() override {
+    if (!timed_bf16_)
+      if (StorageOps<T, bfloat16>* inner = inner_->bf16_storage())
+        timed_bf16_ = std::make_unique<TimedStorageOps<T, bfloat16>>(*inner, timer_);
+    return timed_bf16_.get();
+  }
   // A replayed record would skip the timed calls: a timed model always runs body eagerly.
   void run_captured(const std::string&, const std::function<void()>& body) override { body(); }
   std::string capture_status() const override { return "off (ops timed)"; }
@@ -123,19 +133,12 @@ class TimedOps final : public Ops<T> {
  private:
   template <class Call>
   void timed(const char* section, Call&& call) {
-    if (!timer_.recording()) return call();
-    timer_.begin(section);
-    try {
-      call();
-    } catch (...) {  // the section still ends: a later op may begin one
-      timer_.end();
-      throw;
-    }
-    timer_.end();
+    time_section(timer_, section, std::forward<Call>(call));
   }
 
   std::unique_ptr<Ops<T>> inner_;
   SectionTimer& timer_;
+  std::unique_ptr<StorageOps<T, bfloat16>> timed_bf16_;  // wraps inner_->bf16_storage()
 };
 
 }  // namespace

@@ -13,7 +13,7 @@
 
 namespace db {
 
-MemoryEstimate estimate_memory(const RunConfig& config) {
+MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   const ModelConfig& m = config.model;
   const DesignInfo& design = find_design(m.arch);
   const double params = double(count_parameters(m).total);
@@ -21,26 +21,38 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   const double T = config.recipe.seq_len;
   const double tokens = sequences * T;
   const double head_rows = std::min(tokens, config.backend == "cuda" ? 4096.0 : 256.0);
-  // Per token, what one block keeps for its backward: q, k, v, attention output, norm caches and
-  // the residual (≈ 8d) and the three SwiGLU products (3·ff), plus the state the design's
-  // registry entry declares. Every block keeps it, or under train.recompute = blocks one block
-  // at a time (the one being re-run) and every block its input (the registry entry's
-  // recompute values).
-  const double block = 8.0 * m.d_model + 3.0 * m.ff_dim() + design.state_values_per_token(m);
-  const double per_token_blocks = parse_recompute(config.recompute) == Recompute::blocks
-                                      ? m.n_layer * design.recompute_values_per_token(m) + block
-                                      : m.n_layer * block;
+  // Per token, what one block keeps for its backward: inside its attention and FFN cores q, k,
+  // v, the attention output and the three SwiGLU products (≈ 4d + 3·ff values), outside them
+  // norm caches and the residual (≈ 4d), plus the state the design's registry entry declares.
+  // Every block keeps it, or under train.recompute = blocks one block at a time (the one being
+  // re-run) and every block its input (the registry entry's recompute values). With bf16
+  // storage the cores' values take 2 bytes and the cores keep a rounded copy of their inputs
+  // (2d), and the blocks' weights a bf16 copy.
+  const bool bf16 = stores_bf16(config.ops_options(), config.backend == "cuda");
+  const double core_bytes = bf16 ? 2.0 * (4.0 * m.d_model + 3.0 * m.ff_dim() + 2.0 * m.d_model)
+                                 : 4.0 * (4.0 * m.d_model + 3.0 * m.ff_dim());
+  const double block = core_bytes + 4.0 * (4.0 * m.d_model + design.state_values_per_token(m));
+  const double per_token_blocks =
+      parse_recompute(config.recompute) == Recompute::blocks
+          ? m.n_layer * 4.0 * design.recompute_values_per_token(m) + block
+          : m.n_layer * block;
   MemoryEstimate e;
-  e.weights_bytes = 2 * 4 * params;
+  e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);
   e.optimizer_bytes = 2 * 4 * params;
   // At the head one chunk of logits and their gradient.
-  e.activations_bytes = 4 * tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
+  e.activations_bytes = tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
   // cuDNN's deterministic attention backward takes a bf16 dP [B, H, T, T] from the pool, one
   // attention call at a time (doc/cuda.md), when a bf16 CUDA run may pick cuDNN.
   const AttentionPath path = parse_attention_path(config.attention);
   if (config.backend == "cuda" && config.precision == "bf16" &&
       (path == AttentionPath::automatic || path == AttentionPath::cudnn))
     e.attention_workspace_bytes = 2.0 * sequences * m.n_head * T * T;
+  // The CPU's gradient sum in rank order (ops/rank_order_sum.cpp) receives, for every range it
+  // sums, this rank's slice (1/p of the range) from each of the p − 1 others and keeps those
+  // parts between steps: (p − 1)/p of the fp32 gradients in host memory. (A CUDA run sums on the
+  // device, or through host copies that are not device memory.)
+  if (config.backend != "cuda" && ranks_per_run > 1)
+    e.reducer_scratch_bytes = 4 * params * double(ranks_per_run - 1) / ranks_per_run;
   return e;
 }
 
@@ -54,8 +66,10 @@ std::string format_gib(double bytes) {
   return text;
 }
 
-void check_memory(const RunConfig& config, const Backend& backend) {
-  const MemoryEstimate e = estimate_memory(config);
+void check_memory(const RunConfig& config, const Backend& backend, int ranks_per_run) {
+  // Only a host backend sums gradients in host memory (train.backend = auto may be either).
+  if (!backend.space().is_host()) ranks_per_run = 1;
+  const MemoryEstimate e = estimate_memory(config, ranks_per_run);
   const double available = double(backend.memory_total_bytes());
   if (e.total() <= available) return;
   // Activations grow with the micro-batch; weights and optimizer state do not.
@@ -63,7 +77,7 @@ void check_memory(const RunConfig& config, const Backend& backend) {
   int64_t fits = config.recipe.micro_batch_sequences;
   while (fits > 0) {
     smaller.recipe.micro_batch_sequences = --fits;
-    if (fits > 0 && estimate_memory(smaller).total() <= available) break;
+    if (fits > 0 && estimate_memory(smaller, ranks_per_run).total() <= available) break;
   }
   const std::string advice =
       fits > 0 ? "; train.micro_batch = " + std::to_string(fits) + " would fit"
@@ -73,9 +87,12 @@ void check_memory(const RunConfig& config, const Backend& backend) {
       e.attention_workspace_bytes > 0
           ? ", cuDNN attention workspace " + format_gib(e.attention_workspace_bytes)
           : std::string();
+  const std::string reducer = e.reducer_scratch_bytes > 0 ? ", MPI gradient sum scratch " +
+                                                                format_gib(e.reducer_scratch_bytes)
+                                                          : std::string();
   throw Error("this model needs at least " + format_gib(e.total()) + " per rank (weights " +
               format_gib(e.weights_bytes) + ", AdamW " + format_gib(e.optimizer_bytes) +
-              ", activations " + format_gib(e.activations_bytes) + workspace +
+              ", activations " + format_gib(e.activations_bytes) + workspace + reducer +
               " at train.micro_batch = " + std::to_string(config.recipe.micro_batch_sequences) +
               "); this " +
               (backend.space().is_host() ? std::string("machine")

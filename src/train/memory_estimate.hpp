@@ -16,8 +16,10 @@ struct MemoryEstimate {
   double optimizer_bytes = 0;    // AdamW's two moments (fp32)
   double activations_bytes = 0;  // saved for the backward pass of one micro-batch, with logits
   double attention_workspace_bytes = 0;  // cuDNN's deterministic backward: bf16 dP of one call
+  double reducer_scratch_bytes = 0;      // a CPU run on several ranks: the MPI sum's received parts
   double total() const {
-    return weights_bytes + optimizer_bytes + activations_bytes + attention_workspace_bytes;
+    return weights_bytes + optimizer_bytes + activations_bytes + attention_workspace_bytes +
+           reducer_scratch_bytes;
   }
 };
 
@@ -27,13 +29,15 @@ struct MemoryEstimate {
 // MoDA's depth pools) and one chunk of LM-head logits (256 rows on the CPU, 4096 on CUDA).
 // Under train.recompute = blocks one block's activations and every block's input. A bf16 CUDA
 // run that may use cuDNN's attention adds its backward's workspace, B·H·T² bf16 values.
+// A CPU run on ranks_per_run > 1 ranks adds the host scratch of its gradient sum in rank order
+// (ops/rank_order_sum.hpp): (p − 1)/p of the fp32 gradients.
 // An estimate to within tens of percent, not an allocation plan.
-MemoryEstimate estimate_memory(const RunConfig& config);
+MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run = 1);
 // Physical memory of this machine in bytes.
 double machine_memory_bytes();
 // Throws db::Error naming the figures and the largest train.micro_batch that would fit when the
 // estimate exceeds the memory of this rank's device of `backend` (the machine's for the CPU).
-void check_memory(const RunConfig& config, const Backend& backend);
+void check_memory(const RunConfig& config, const Backend& backend, int ranks_per_run = 1);
 std::string format_gib(double bytes);
 
 }  // namespace db

@@ -237,6 +237,16 @@ std::vector<Key> keys_of(RunConfig& c) {
          c.cuda_graphs = t;
        },
        [&c] { return c.cuda_graphs; }},
+      {"train.activation_dtype",
+       std::string("what the attention and FFN cores store their activations and gradients in: ") +
+           activation_dtype_choices() +
+           " (bf16: fp32 arithmetic on bf16-stored values, about half the activation memory; "
+           "the CPU runs it too; auto: bf16 on a GPU in bf16 precision, else fp32)",
+       [&c](const std::string& t) {
+         parse_activation_dtype(t);  // a bad value fails here, before anything runs
+         c.activation_dtype = t;
+       },
+       [&c] { return c.activation_dtype; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
@@ -361,7 +371,7 @@ std::string RunConfig::derived_name() const {
 
 OpsOptions RunConfig::ops_options() const {
   return {parse_precision(precision), parse_attention_path(attention),
-          parse_cuda_graphs(cuda_graphs)};
+          parse_cuda_graphs(cuda_graphs), parse_activation_dtype(activation_dtype)};
 }
 
 std::string RunConfig::to_ini() const {

@@ -41,13 +41,15 @@ struct RunConfig {
   double reduce_bucket_mb = 25;
   // CUDA graph replay of micro-batches: auto | on | off (ops/ops_options.hpp)
   std::string cuda_graphs = "auto";
+  // What the sublayer cores store activations in: auto | fp32 | bf16 (ops/ops_options.hpp)
+  std::string activation_dtype = "auto";
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 
   // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
   std::string derived_name() const;
   std::string run_name() const { return name.empty() ? derived_name() : name; }
-  // precision, attention and cuda_graphs as the backend takes them (db::Error on a bad value).
+  // precision, attention, cuda_graphs and activation_dtype as the backend and model take them (db::Error on a bad value).
   OpsOptions ops_options() const;
   // The resolved config as INI text (every key, defaults included).
   std::string to_ini() const;

@@ -41,9 +41,12 @@ bool changes_results(const std::string& ini_line) {
       "stop_after_steps",
       "attention ",  // an implementation of the same attention, like the backend (doc/cuda.md)
       "reduce_bucket_mb",  // when the gradient sum starts; MPI's sum is the same bits either way
-      "recompute ",  // the same gradients, bit for bit (doc/designs.md "Recomputation")
+      "recompute ",        // the same gradients, bit for bit (doc/designs.md "Recomputation")
       // The same kernels on the same data, launched from a recorded graph (doc/cuda.md).
       "cuda_graphs ",
+      // bf16 storage rounds what it stores, so an explicit choice is part of the experiment;
+      // the default leaves the identities of runs made before the key existed unchanged.
+      "activation_dtype = auto",
   };
   for (const char* key : ignored)
     if (ini_line.rfind(key, 0) == 0) return false;

@@ -161,9 +161,11 @@ class TrainingRun {
   void write_final_results();
   TrainResult end_early(const Fault& fault, int64_t step);
   TrainResult finish(TrainResult result);
-  // The `attention_paths` attribute (Ops::attention_paths): rank 0, with the run file open.
+  // The `attention_paths` attribute (Ops::attention_paths) and `activation_dtype`, what the
+  // sublayer cores stored (train.activation_dtype resolved): rank 0, with the run file open.
   void record_attention_paths() {
     file_->set_attribute("attention_paths", model_.ops().attention_paths());
+    file_->set_attribute("activation_dtype", model_.backbone().bf16_storage() ? "bf16" : "fp32");
   }
 
   const RunConfig& config_;
@@ -596,7 +598,7 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
                                  backend = &choose_backend(config.backend);
                                  backend->set_host_threads(threads);
                                  config.ops_options();  // before any file is made
-                                 check_memory(config, *backend);
+                                 check_memory(config, *backend, comm.size());
                                  run.emplace(config, comm, verbose, *backend);
                                }));
   if (!fault) fault = capture_fault([&] { result = run->run(); });

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # bench/gpu_speed.sh --cpu-smoke end to end on the CPU (no GPU here): every shape row, the
 # PyTorch columns ("—" for a design the reference lacks and for torch.compile where torch has
-# none), the ratios against Pre-LN, the per-op breakdown; then a depthbench that fails gives a
-# "failed" row, the reason, and exit status 1.
+# none), the ratios against Pre-LN, the lever table (one lever off per row, what each row ran;
+# BENCH_ARGS sets bf16 activations on every command, so activation_dtype=fp32 really changes
+# the computation), the per-op breakdown; a bad BENCH_ARGS stops the script with status 2; a
+# depthbench that fails gives "failed" rows, the reason, and exit status 1; the lever table's
+# GPU cells (attention fallback, failed capture, skipped row) from a made-up results file.
 # usage: gpu_speed_smoke.sh DEPTHBENCH PYTHON SOURCE_DIR WORK_DIR
 set -euo pipefail
 depthbench=$1 python=$2 root=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-DEPTHBENCH=$depthbench PYTHON=$python bash "$root/bench/gpu_speed.sh" --cpu-smoke --out "$work/ok" \
+DEPTHBENCH=$depthbench PYTHON=$python BENCH_ARGS="--train.activation_dtype bf16" \
+  bash "$root/bench/gpu_speed.sh" --cpu-smoke --out "$work/ok" \
   >"$work/ok.txt" 2>"$work/ok.err" || { cat "$work/ok.txt" "$work/ok.err"; fail "exit status $?"; }
 table=$work/ok/gpu_speed.md
 cat "$table"
@@ -22,18 +26,51 @@ rows=$(grep -cE '^\| (main400m|validation1p6b)' "$table")
 while read -r line; do
   [[ $line =~ \|\ pre_ln\ \|\ [0-9\ ]+\ \|\ [0-9.]+%\ \|\ [0-9.]+\ \|\ [0-9.]+\ \|\ 1\.00×\ \|\ [0-9\ ]+\ \|\ —\ \|\ [0-9.]+×\ \|\ —\ \|$ ]] ||
     fail "pre_ln row: $line"
-done < <(grep -E '\| pre_ln \|' "$table")
+done < <(grep -E '^\| (main400m|validation1p6b).*\| pre_ln \|' "$table")
 # HC: measured, a ratio against Pre-LN, no PyTorch twin.
-grep -E '\| hc \|' "$table" | while read -r line; do
+grep -E '^\| (main400m|validation1p6b).*\| hc \|' "$table" | while read -r line; do
   [[ $line =~ \|\ hc\ \|\ [0-9\ ]+\ \|.*\|\ [0-9.]+×\ \|\ —\ \|\ —\ \|\ —\ \|\ —\ \|$ ]] || fail "hc row: $line"
 done
 grep -q "the reference implements pre_ln, sandwich_ln, lns, deepnorm and keel only" "$table" || fail "why hc has no PyTorch figure"
 grep -q "MFU = (6·N_non-embedding + 12·L·d·T + design extras) FLOP per token × tokens/s / 989 TFLOP/s" "$table" ||
   fail "the MFU definition and its assumed peak"
+grep -q "^Every depthbench command had \`--train.activation_dtype bf16\` (BENCH_ARGS)." "$table" || fail "BENCH_ARGS line"
+# The lever table: all levers on (the main table's row, not run again), then one lever off.
+grep -q '^### Pre-LN L = 24, one lever off$' "$table" || fail "lever table title"
+grep -q '^| design | variant | tokens/s | step ms | step vs all on | peak GiB | peak vs all on | attention | activations | CUDA graphs |$' "$table" ||
+  fail "lever table header"
+lever_row() {  # DESIGN VARIANT STEP_RATIO ACTIVATIONS GRAPHS
+  grep -qE "^\| $1 \| $2 \| [0-9 ]+ \| [0-9.]+ \| $3 \| [0-9.]+ \| [0-9.]+× \| cpu \| $4 \| $5 \|$" "$table" ||
+    fail "lever row $1 $2: $(grep -E "^\| $1 \| $2 \|" "$table")"
+}
+cpu_graphs="not applicable \(cpu\)"
+lever_row pre_ln "all levers on \(defaults\)" "1\.00×" bf16 "$cpu_graphs"
+lever_row pre_ln cuda_graphs=off "[0-9.]+×" bf16 "off \(ops timed\)"
+lever_row pre_ln attention=reference "[0-9.]+×" bf16 "$cpu_graphs"
+lever_row pre_ln activation_dtype=fp32 "[0-9.]+×" fp32 "$cpu_graphs"
+lever_row pre_ln recompute=blocks "[0-9.]+×" bf16 "$cpu_graphs"
+lever_row hc "all levers on \(defaults\)" "1\.00×" bf16 "$cpu_graphs"
+lever_row hc activation_dtype=fp32 "[0-9.]+×" fp32 "$cpu_graphs"
+grep -q '"variant": "recompute=blocks"' "$work/ok/gpu_speed.jsonl" || fail "the variant field in gpu_speed.jsonl"
+grep '"variant": "recompute=blocks"' "$work/ok/gpu_speed.jsonl" | grep -q '"recompute": "blocks"' ||
+  fail "the recompute=blocks row did not run with recompute = blocks"
+# The breakdown (of the cuda_graphs=off row): the cores' products through the timed bf16 storage.
 grep -q "^### One pre_ln step op by op" "$table" || fail "breakdown title"
 grep -qE '^\| linear_forward \| 14 \| [0-9.]+ \| [0-9.]+% \|$' "$table" || fail "breakdown: 7 products × 2 blocks"
+grep -qE '^\| bf16_narrow \| [0-9]+ \|' "$table" || fail "breakdown: the bf16 roundings"
 grep -q '^| other: design launchers, copies, host gaps |' "$table" || fail "breakdown: the rest of the step"
-(($(wc -l <"$work/ok/gpu_speed.jsonl") == 15)) || fail "gpu_speed.jsonl: 5 depthbench + 10 PyTorch lines (2 modes each) expected"
+(($(wc -l <"$work/ok/gpu_speed.jsonl") == 20)) ||
+  fail "gpu_speed.jsonl: 5 depthbench + 5 lever + 10 PyTorch lines (2 modes each) expected"
+
+# BENCH_ARGS that is not "--train.KEY VALUE" pairs, or that depthbench refuses: status 2, nothing run.
+for bad in "--model.d_model 32" "--train.attention" "--train.attention bogus"; do
+  status=0
+  DEPTHBENCH=$depthbench PYTHON=$python BENCH_ARGS=$bad bash "$root/bench/gpu_speed.sh" --cpu-smoke \
+    --out "$work/bad_args" >"$work/bad_args.txt" 2>&1 || status=$?
+  ((status == 2)) || fail "BENCH_ARGS='$bad': exit status $status, expected 2"
+  grep -q "^gpu_speed.sh: BENCH_ARGS" "$work/bad_args.txt" || fail "BENCH_ARGS='$bad': no message"
+done
+grep -q "unknown attention path 'bogus'" "$work/bad_args.txt" || fail "depthbench's own reason for a bad value"
 
 # A depthbench that cannot run: every row says failed, the reason is listed, status 1.
 fake=$work/fake-depthbench
@@ -47,4 +84,39 @@ cat "$work/bad.txt"
 grep -qE '^\| main400m L = 24 \| pre_ln \| failed \|' "$work/bad/gpu_speed.md" || fail "failed row"
 grep -q "depthbench pre_ln L24: failed: depthbench bench: error: out of device memory" "$work/bad/gpu_speed.md" ||
   fail "the reason of the failure"
-echo "gpu_speed.sh --cpu-smoke: table, ratios, PyTorch columns, breakdown and failures as expected"
+grep -qE '^\| pre_ln \| activation_dtype=fp32 \| failed \|' "$work/bad/gpu_speed.md" || fail "failed lever row"
+grep -q "depthbench pre_ln L24 cuda_graphs=off: failed: depthbench bench: error: out of device memory" \
+  "$work/bad/gpu_speed.md" || fail "the reason of the lever row's failure"
+
+# The lever table's GPU cells, from results a GPU would give: the attention paths without their
+# shapes (a fallback's reason under the table, the main table's too), a failed capture, a row
+# skipped for time.
+gpu_result() {  # ARCH ATTENTION_PATHS CUDA_GRAPHS STEP_MS PEAK_BYTES
+  printf '{"arch": "%s", "backend": "cuda", "device": "NVIDIA H200", "precision": "bf16", "activation_dtype": "bf16", "attention_paths": "%s", "cuda_graphs": "%s", "recompute": "none", "n_layer": 24, "d_model": 1024, "seq_len": 2048, "micro_batch": 8, "steps": 5, "warmup_steps": 3, "step_ms": %s, "tokens_per_second": %s, "mfu": 0.4, "peak_memory_bytes": %s}' \
+    "$1" "$2" "$3" "$4" "$((16384000 / $4))" "$5"
+}
+{
+  printf 'L24\t{"source": "depthbench", "result": %s}\n' \
+    "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=64: cudnn" captured 100 8589934592)"
+  printf 'L24\t{"source": "depthbench", "result": %s}\n' \
+    "$(gpu_result hc "B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)" captured 110 8589934592)"
+  printf 'L24\t{"source": "depthbench", "result": %s, "variant": "attention=reference"}\n' \
+    "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=64: reference" captured 400 8589934592)"
+  printf 'L24\t{"source": "depthbench", "result": %s, "variant": "recompute=blocks"}\n' \
+    "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)" "eager after capture failed: cudaErrorStreamCaptureInvalidated" 125 4294967296)"
+  printf 'L24\t{"source": "depthbench", "arch": "attnres_full", "variant": "activation_dtype=fp32", "skipped": "time budget spent"}\n'
+} >"$work/gpu.jsonl"
+"$python" "$root/bench/speed_table.py" "$work/gpu.jsonl" >"$work/gpu.md" || fail "speed_table.py on GPU results"
+cat "$work/gpu.md"
+for row in '| pre_ln | all levers on (defaults) | 163 840 | 100.0 | 1.00× | 8.00 | 1.00× | cudnn | bf16 | captured |' \
+  '| pre_ln | attention=reference | 40 960 | 400.0 | 4.00× | 8.00 | 1.00× | reference | bf16 | captured |' \
+  '| pre_ln | recompute=blocks | 131 072 | 125.0 | 1.25× | 4.00 | 0.50× | flash | bf16 | eager: capture failed |' \
+  '| attnres_full | all levers on (defaults) | not measured in this run | — | — | — | — | — | — | — |' \
+  '| attnres_full | activation_dtype=fp32 | skipped | — | — | — | — | — | — | — |' \
+  '- attention of hc L24: B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)' \
+  '- attention of pre_ln recompute=blocks: B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)' \
+  '- CUDA graphs of pre_ln recompute=blocks: eager after capture failed: cudaErrorStreamCaptureInvalidated' \
+  '- depthbench attnres_full L24 activation_dtype=fp32: skipped: time budget spent'; do
+  grep -qxF -- "$row" "$work/gpu.md" || fail "lever table from GPU results: no line '$row'"
+done
+echo "gpu_speed.sh --cpu-smoke: table, ratios, PyTorch columns, lever table, breakdown, BENCH_ARGS and failures as expected"

@@ -20,8 +20,9 @@
 #             LlamaForCausalLM and gives eval's losses; a tiny LLaMA and Qwen3 written by
 #             save_pretrained give transformers' losses under `depthbench eval --hf`.
 #   6. speed  bench/gpu_speed.sh --short: depthbench bench (bf16) of Pre-LN and HC at 400M
-#             L = 24 and Pre-LN at L = 70, PyTorch eager and compiled on the same shape, the
-#             per-op breakdown of one Pre-LN step: one table (tokens/s, MFU, memory, ratios).
+#             L = 24 and Pre-LN at L = 70, PyTorch eager and compiled on the same shape, Pre-LN
+#             at L = 24 with cuda_graphs = off and with activation_dtype = fp32 (the lever
+#             table), the per-op breakdown of one Pre-LN step: tokens/s, MFU, memory, ratios.
 # Each stage has its own time limit (the limits add up to BUDGET_S at most) and prints
 # pass/FAIL/skipped and why. At the end: $OUT/gpu_check_summary.txt and ONE archive of every log,
 # $OUT/gpu_check_logs.tar.gz (OUT unset: in WORK).
@@ -471,8 +472,9 @@ stage_hf() {
 
 # ---- 6. speed -----------------------------------------------------------------------------------
 # bench/gpu_speed.sh --short (doc/performance.md): Pre-LN and HC at 400M L = 24, Pre-LN at
-# L = 70, PyTorch eager and compiled on Pre-LN at L = 24, and the per-op breakdown of one Pre-LN
-# step, within what is left of this stage. Its table goes into the summary.
+# L = 70, Pre-LN at L = 24 with cuda_graphs = off (and the per-op breakdown of one step) and with
+# activation_dtype = fp32, PyTorch eager and compiled on Pre-LN at L = 24, within what is left of
+# this stage. Its tables go into the summary.
 stage_speed() {
   local left=$((STAGE_END - $(date +%s))) dir=$LOGS/speed rc
   local mode=--short

@@ -101,3 +101,46 @@ BOOST_AUTO_TEST_CASE(cuda_events_time_every_op_of_a_model_that_computes_as_an_un
   BOOST_TEST(saw_linear);
   std::printf("  %zu op sections timed with CUDA events\n", totals.size());
 }
+
+// What `depthbench bench --breakdown` builds on a GPU by default (bf16, activation_dtype auto =
+// bf16): the cores run on the ops' bf16 storage, which a timed model must hand out timed (before,
+// it had none and the model refused to build), computing what the untimed storage computes.
+BOOST_AUTO_TEST_CASE(cuda_events_time_the_cores_ops_on_bf16_activations) {
+  DB_REQUIRE_GPU();
+  Backend& cuda = find_backend("cuda");
+  ModelConfig config;
+  config.n_layer = 2;
+  config.d_model = 64;
+  config.n_head = 4;
+  config.vocab_size = 97;
+  std::vector<int32_t> tokens(2 * 32);
+  Rng rng(6, "cuda-bench-support");
+  for (int32_t& t : tokens) t = int32_t(rng.below(config.vocab_size));
+  const OpsOptions options{Precision::bf16, AttentionPath::automatic, CudaGraphs::off,
+                           ActivationDtype::bf16};
+
+  Model<float> plain(config, cuda, options);
+  plain.initialize(9);
+  plain.params().zero_grads();
+  const double plain_loss = plain.forward_backward(tokens.data(), 2, 32, 1.0);
+
+  std::unique_ptr<SectionTimer> timer = cuda.make_section_timer();
+  cuda.attach_section_timer(timer.get());
+  Model<float> timed(config, cuda, options);
+  cuda.attach_section_timer(nullptr);
+  BOOST_TEST(timed.backbone().bf16_storage());
+  timed.initialize(9);
+  timed.params().zero_grads();
+  const double timed_loss = timed.forward_backward(tokens.data(), 2, 32, 1.0);
+
+  BOOST_TEST(timed_loss == plain_loss);
+  BOOST_TEST(timed.params().grad_buffer().to_host() == plain.params().grad_buffer().to_host(),
+             boost::test_tools::per_element());
+  int64_t linear_calls = 0, narrow_calls = 0;
+  for (const auto& t : timer->totals()) {
+    if (t.section == "linear_forward") linear_calls = t.calls;
+    if (t.section == "bf16_narrow") narrow_calls = t.calls;
+  }
+  BOOST_TEST(linear_calls == 7 * config.n_layer);
+  BOOST_TEST(narrow_calls > 0);
+}

@@ -1,9 +1,9 @@
 // The CUDA backend runs the same model code as the CPU (issue 12): for every registered design,
 // Model<float> on the GPU against Model<float> on the CPU with identical weights and tokens —
 // the loss and every parameter's gradient within the fp32 bound (gpu_support.hpp), relative to
-// the scale of its tensor group (error_in_group) — and two GPU
-// runs give bit-identical gradients (no atomics anywhere in the fp32 path). Without a GPU each
-// case prints "no GPU: skipped" and passes.
+// the scale of its tensor group (error_in_group), and within the bf16 bound with bf16 activation
+// storage on both (train.activation_dtype) — and two GPU runs give bit-identical gradients (no
+// atomics anywhere). Without a GPU each case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_model_parity
 #define BOOST_TEST_DYN_LINK
 #include <algorithm>
@@ -97,24 +97,27 @@ double error_in_group(const std::vector<float>& gpu, const std::vector<float>& c
   return group_scale > 0 ? diff / group_scale : diff;
 }
 
-// CPU float against CUDA float, parameter by parameter; then a second CUDA run, bit for bit.
-void check_design(const ModelConfig& config, const std::string& label) {
+// CPU float against CUDA float, parameter by parameter, both with `options` (the CPU honours
+// only activation_dtype); then a second CUDA run, bit for bit.
+void check_design(const ModelConfig& config, const std::string& label,
+                  const OpsOptions& options = {}, double tolerance = kFp32Tolerance) {
   std::printf("%s\n", label.c_str());
-  Model<float> cpu(config, find_backend("cpu"));
-  Model<float> gpu(config, find_backend("cuda"));
+  Model<float> cpu(config, find_backend("cpu"), options);
+  Model<float> gpu(config, find_backend("cuda"), options);
+  BOOST_TEST(cpu.backbone().bf16_storage() == gpu.backbone().bf16_storage());
   const std::vector<float> weights = random_weights(cpu, 11);
   const std::vector<int32_t> tokens = random_tokens(config.vocab_size, 5);
   const Result expected = run(cpu, weights, tokens);
   const Result actual = run(gpu, weights, tokens);
   BOOST_TEST_CONTEXT(label) {
     BOOST_TEST(within("loss", std::fabs(actual.loss - expected.loss) / std::fabs(expected.loss),
-                      kFp32Tolerance));
+                      tolerance));
     const std::map<std::string, double> scales = group_scales(expected.grads, gpu.layout());
     for (const ParameterSpec& spec : gpu.layout().specs()) BOOST_TEST_CONTEXT(spec.name) {
         BOOST_TEST(within(
             spec.name.c_str(),
             error_in_group(actual.grads, expected.grads, spec, scales.at(group_of(spec.name))),
-            kFp32Tolerance));
+            tolerance));
       }
     const Result again = run(gpu, weights, tokens);
     BOOST_TEST(again.loss == actual.loss);
@@ -152,4 +155,25 @@ BOOST_AUTO_TEST_CASE(design_options_match_cpu_on_the_gpu) {
   check_design(moda, "moda, RoPE on depth keys");
   moda.n_kv_head = 2;
   check_design(moda, "moda, RoPE on depth keys, 2 kv heads");
+}
+
+// train.activation_dtype = bf16: the CUDA cores' bf16 kernels against the CPU's widening ops,
+// both storing bf16 — with fp32 products (the attention through the fp32 reference on widened
+// values) and with bf16 products (the fast attention paths on the stored bf16 tensors). A value
+// rounded on both sides may still land one bf16 step apart where the fp32 results differ in
+// their last bits: bf16 tolerance.
+BOOST_AUTO_TEST_CASE(bf16_activation_storage_matches_the_cpus_on_the_gpu) {
+  DB_REQUIRE_GPU();
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    OpsOptions options;
+    options.activation_dtype = ActivationDtype::bf16;
+    options.precision = precision;
+    const std::string suffix = std::string(", bf16 storage, ") + precision_name(precision);
+    for (const DesignInfo& design : all_designs())
+      check_design(tiny_config(design.name), design.name + suffix, options, kBf16Tolerance);
+    ModelConfig gqa = tiny_config("moda");
+    gqa.n_kv_head = 2;
+    gqa.qk_norm = true;
+    check_design(gqa, "moda, 2 kv heads, qk_norm" + suffix, options, kBf16Tolerance);
+  }
 }

@@ -15,6 +15,7 @@
 #include "model/residual/registry.hpp"
 #include "ops/cpu/gemm.hpp"
 #include "support/h5_tensors.hpp"
+#include "support/reference_config.hpp"
 #include "train/adamw.hpp"
 
 using namespace db;
@@ -34,32 +35,6 @@ ModelConfig tiny_config(const std::string& arch) {
   return c;
 }
 
-// A design option as JSON: booleans and numbers unquoted; "auto" or empty (a default derived
-// from the shape, e.g. keel_alpha = 2L) is null, the reference's "derived" marker.
-std::string json_value(const std::string& v) {
-  if (v.empty()) return "null";
-  if (v == "true" || v == "false") return v;
-  if (v == "auto") return "null";  // derived from the shape: the reference's own default
-  char* end = nullptr;
-  std::strtod(v.c_str(), &end);
-  if (end && *end == '\0' && !v.empty()) return v;
-  return "\"" + v + "\"";
-}
-
-std::string config_json(const ModelConfig& c) {
-  std::string json = "{\"arch\": \"" + c.arch + "\", \"n_layer\": " + std::to_string(c.n_layer) +
-                     ", \"d_model\": " + std::to_string(c.d_model) +
-                     ", \"n_head\": " + std::to_string(c.n_head) +
-                     ", \"n_kv_head\": " + std::to_string(c.kv_heads()) +
-                     ", \"ff\": " + std::to_string(c.ff_dim()) +
-                     ", \"vocab_size\": " + std::to_string(c.vocab_size) +
-                     ", \"qk_norm\": " + (c.qk_norm ? "true" : "false") +
-                     ", \"norm_eps\": 1e-6, \"rope_theta\": 10000";
-  for (const DesignOption& o : find_design(c.arch).options)
-    json += ", \"" + o.key + "\": " + json_value(c.option(o.key, o.default_value));
-  return json + "}";
-}
-
 struct Reference {
   double loss;
   std::vector<double> logits, adamw_losses;
@@ -75,7 +50,7 @@ Reference run_reference(Model<double>& model, const std::vector<int32_t>& tokens
   const std::string in = dir + "/weights.h5", out = dir + "/reference.h5";
   {
     H5Handle f = test::create_h5(in);
-    test::write_string_attribute(f.get(), "config", config_json(model.config()));
+    test::write_string_attribute(f.get(), "config", test::reference_config_json(model.config()));
     for (const ParameterSpec& s : model.layout().specs()) {
       std::vector<hsize_t> shape(s.shape.begin(), s.shape.end());
       test::write_tensor(f.get(), s.name, shape, model.params().values().data() + s.offset);

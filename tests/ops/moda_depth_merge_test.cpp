@@ -56,7 +56,7 @@ void merged_forward(Vec& o, Vec& lse, const Vec& q, const Vec& k, const Vec& v, 
   for (int64_t n = 0; n < s.batch * s.seq_len; ++n)
     for (int h = 0; h < s.heads; ++h)
       moda_merge::forward_row<double>(o.data(), lse.data(), q.data(), dk.data(), dv.data(), s, n, h,
-                                      moda_merge::OneLane{});
+                                      HostLanes{});
 }
 
 struct Gradients {
@@ -96,7 +96,7 @@ void check_against_moda_op(const ModaShape& s, uint64_t seed) {
     for (int g = 0; g < s.kv_heads; ++g)
       moda_merge::backward_row<double>(fast.dq.data(), fast.d_depth_k.data(), fast.d_depth_v.data(),
                                        d_o.data(), o.data(), lse.data(), q.data(), dk.data(),
-                                       dv.data(), s, n, g, moda_merge::OneLane{});
+                                       dv.data(), s, n, g, HostLanes{});
   BOOST_TEST(relative_error(fast.dq, ref.dq) < kTolerance);
   BOOST_TEST(relative_error(fast.dk, ref.dk) < kTolerance);
   BOOST_TEST(relative_error(fast.dv, ref.dv) < kTolerance);

@@ -77,6 +77,43 @@ BOOST_AUTO_TEST_CASE(a_timed_model_computes_what_an_untimed_one_does_and_times_e
   BOOST_TEST(totals.front().section == "embedding_forward");
 }
 
+// train.activation_dtype = bf16: the cores run on the ops' bf16 storage; a timed model must hand
+// out timed storage ops (before, it had none and refused to build) that compute what the
+// untimed ones do and time the cores' ops under the same names.
+BOOST_AUTO_TEST_CASE(a_timed_model_with_bf16_activations_times_the_cores_ops) {
+  Backend& cpu = find_backend("cpu");
+  const ModelConfig config = tiny_config();
+  const std::vector<int32_t> batch = tokens(2 * 16, config.vocab_size);
+  OpsOptions bf16;
+  bf16.activation_dtype = ActivationDtype::bf16;
+
+  Model<float> plain(config, cpu, bf16);
+  plain.initialize(3);
+  plain.params().zero_grads();
+  const double plain_loss = plain.forward_backward(batch.data(), 2, 16, 1.0);
+
+  std::unique_ptr<SectionTimer> timer = cpu.make_section_timer();
+  cpu.attach_section_timer(timer.get());
+  Model<float> timed(config, cpu, bf16);
+  cpu.attach_section_timer(nullptr);
+  BOOST_TEST(timed.backbone().bf16_storage());
+  timed.initialize(3);
+  timed.params().zero_grads();
+  const double timed_loss = timed.forward_backward(batch.data(), 2, 16, 1.0);
+
+  BOOST_TEST(timed_loss == plain_loss);
+  BOOST_TEST(timed.params().grad_buffer().to_host() == plain.params().grad_buffer().to_host(),
+             boost::test_tools::per_element());
+  const auto totals = timer->totals();
+  // The seven products per block, the two that write the fp32 stream ("_wide") included.
+  const auto* forward = find(totals, "linear_forward");
+  BOOST_REQUIRE(forward);
+  BOOST_TEST(forward->calls == 7 * config.n_layer);
+  BOOST_TEST(find(totals, "attention_backward"));
+  BOOST_TEST(find(totals, "swiglu_forward"));
+  BOOST_TEST(find(totals, "bf16_narrow"));  // the cores' inputs and weights rounded
+}
+
 BOOST_AUTO_TEST_CASE(ops_time_nothing_while_the_timer_does_not_record) {
   Backend& cpu = find_backend("cpu");
   std::unique_ptr<SectionTimer> timer = cpu.make_section_timer();

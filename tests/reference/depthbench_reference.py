@@ -3,13 +3,15 @@
 
 Written from the specification only (doc/architectures.md, doc/suites.md; originally the project specification) and the
 parameter exchange format (doc/parameters.md). Every design's forward is written plainly from the
-spec equations; gradients come from torch autograd. Default precision is float64.
+spec equations; gradients come from torch autograd. Default precision is float64;
+--activation-dtype bf16 emulates the cores' bf16 storage in float32 (README.md next to this file).
 
 Decisions where the spec or the names document is ambiguous are listed in README.md next to this
 file; comments below cite the spec section ("spec §N") they implement.
 
 CLI:
-  depthbench_reference.py run  --weights IN.h5 --out OUT.h5 [--adamw-steps S] [--dtype float64]
+  depthbench_reference.py run  --weights IN.h5... --out OUT.h5... [--adamw-steps S] [--dtype float64]
+                               [--activation-dtype fp32|bf16 [one per IN.h5...]]
   depthbench_reference.py init --config JSON|FILE --seed N --out W.h5 [--batch B --seq T]
                                [--perturb SIGMA]
 """
@@ -271,15 +273,111 @@ def rope(x, theta):
 
 
 # ------------------------------------------------------------------------------------------------
+# bf16 activation storage (train.activation_dtype = bf16, doc/performance.md): emulated in float32
+# ------------------------------------------------------------------------------------------------
+def _to_bf16(t):
+    """Round float32 values to the nearest bf16 (ties to even), kept as float32."""
+    return t.to(torch.bfloat16).to(torch.float32)
+
+
+class _Round(torch.autograd.Function):
+    """R(t): the forward value stored in bf16; the gradient passes unrounded."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return _to_bf16(t)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _RoundGradient(torch.autograd.Function):
+    """G(t): identity forward; the gradient is stored in bf16 (rounded) on its way back."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.view_as(t)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _to_bf16(g)
+
+
+def round_bf16(t):
+    return _Round.apply(t)
+
+
+def round_gradient(t):
+    return _RoundGradient.apply(t)
+
+
+def stored(t):
+    """G(R(t)): a core tensor whose value and gradient are both stored in bf16."""
+    return round_gradient(round_bf16(t))
+
+
+class _StoredOutputAttention(torch.autograd.Function):
+    """out = softmax(scores) v, whose backward takes the softmax's row term D = rowsum(dO * o) from
+    the stored (bf16-rounded) output o, as a fused attention backward does (it is handed only the
+    stored o), where autograd would use rowsum(dP * P) = rowsum(dO * unrounded o)."""
+
+    @staticmethod
+    def forward(ctx, scores, v):
+        prob = torch.softmax(scores, dim=-1)                                 # [B, H, T, S]
+        out = torch.einsum("bhts,bshe->bthe", prob, v)
+        ctx.save_for_backward(prob, v, _to_bf16(out))
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):
+        prob, v, out_stored = ctx.saved_tensors
+        dv = torch.einsum("bhts,bthe->bshe", prob, d_out)
+        dprob = torch.einsum("bthe,bshe->bhts", d_out, v)
+        row = (d_out * out_stored).sum(-1).transpose(1, 2)[..., None]         # [B, H, T, 1]
+        return prob * (dprob - row), dv
+
+
+class _SharedInputProducts(torch.autograd.Function):
+    """(x Wa^T, x Wb^T, ...) of one input x, with dx summed in fp32 in the order of the weights
+    (dx = dPa Wa + dPb Wb + ...), so that the accumulation order is fixed, not autograd's."""
+
+    @staticmethod
+    def forward(ctx, x, *weights):
+        ctx.save_for_backward(x, *weights)
+        return tuple(x @ w.T for w in weights)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        x, *weights = ctx.saved_tensors
+        dx = None
+        for g, w in zip(grads, weights):
+            term = g @ w
+            dx = term if dx is None else dx + term
+        dws = [(g.reshape(-1, g.shape[-1]).T @ x.reshape(-1, x.shape[-1])) for g in grads]
+        return (dx, *dws)
+
+
+# ------------------------------------------------------------------------------------------------
 # The model
 # ------------------------------------------------------------------------------------------------
 class DepthBenchReference(torch.nn.Module):
     """All ten designs. Parameters keep their doc/parameters.md names in self.named()."""
 
-    def __init__(self, config, params=None, dtype=torch.float64, seed=0):
+    def __init__(self, config, params=None, dtype=torch.float64, seed=0, activation_dtype="fp32"):
         super().__init__()
         self.cfg = resolve_config(config)
         self.dtype = dtype
+        # bf16: the attention and FFN cores store their tensors in bf16 (see core_products).
+        if activation_dtype not in ("fp32", "bf16"):
+            raise ValueError("activation_dtype must be fp32 or bf16, not '%s'" % activation_dtype)
+        self.bf16 = activation_dtype == "bf16"
+        if self.bf16 and dtype != torch.float32:
+            raise ValueError("activation_dtype bf16 computes in float32: use dtype float32")
+        if self.bf16 and self.cfg["arch"] == "moda":
+            # MoDA's depth K/V feed every later block: their gradient is rounded once per
+            # consumer before the sum, which a per-tensor autograd rounding does not reproduce.
+            raise ValueError("activation_dtype bf16 is not emulated for moda")
         specs = parameter_specs(self.cfg)
         if params is None:
             params = init_parameters(self.cfg, seed, dtype)
@@ -309,6 +407,28 @@ class DepthBenchReference(torch.nn.Module):
     def norm(self, x, name):
         return rms_norm(x, self.p[name], self.cfg["norm_eps"])
 
+    # -- the cores' storage: plain in fp32; emulated bf16 storage (doc/performance.md) --------------
+    # With bf16, a core reads R(x) and R(W) (R: round to bf16, identity gradient), every tensor it
+    # keeps is G(R(t)) (value and gradient rounded), its output G(o W^T) is fp32 with a rounded
+    # incoming gradient. Everything around the cores (norms, streams, head, loss) stays fp32.
+    def core_products(self, u, names):
+        """[u W^T for W in names]: the projections of a core's input."""
+        weights = [self.p[n] for n in names]
+        if not self.bf16:
+            return [u @ w.T for w in weights]
+        products = _SharedInputProducts.apply(round_bf16(u), *[round_bf16(w) for w in weights])
+        return [stored(t) for t in products]
+
+    def keep(self, t):
+        """A tensor the core stores (q, k after QK-norm and RoPE, the attention output, SwiGLU's h)."""
+        return stored(t) if self.bf16 else t
+
+    def core_output(self, o, name):
+        """o W^T, the core's fp32 output."""
+        if not self.bf16:
+            return o @ self.p[name].T
+        return round_gradient(o @ round_bf16(self.p[name]).T)
+
     # -- sublayers (spec §0) ---------------------------------------------------------------------
     def attention(self, i, u, depth=None):
         """Causal softmax attention of block i on its (already normalised) input u [B, T, d].
@@ -321,20 +441,21 @@ class DepthBenchReference(torch.nn.Module):
         pre = "blocks.%d." % i
         B, T, _ = u.shape
         H, Hkv, hd = c["n_head"], c["n_kv_head"], c["head_dim"]
-        q = (u @ P[pre + "wq"].T).view(B, T, H, hd)
-        k = (u @ P[pre + "wk"].T).view(B, T, Hkv, hd)
-        v = (u @ P[pre + "wv"].T).view(B, T, Hkv, hd)
+        q, k, v = self.core_products(u, [pre + "wq", pre + "wk", pre + "wv"])
+        q, k, v = q.view(B, T, H, hd), k.view(B, T, Hkv, hd), v.view(B, T, Hkv, hd)
         if c["qk_norm"]:   # RMSNorm over head_dim before RoPE (Qwen3)
-            q = rms_norm(q, P[pre + "q_norm"], c["norm_eps"])
-            k = rms_norm(k, P[pre + "k_norm"], c["norm_eps"])
-        qr, kr = rope(q, c["rope_theta"]), rope(k, c["rope_theta"])
+            q = self.keep(rms_norm(q, P[pre + "q_norm"], c["norm_eps"]))
+            k = self.keep(rms_norm(k, P[pre + "k_norm"], c["norm_eps"]))
+        qr, kr = self.keep(rope(q, c["rope_theta"])), self.keep(rope(k, c["rope_theta"]))
         group = H // Hkv                       # query head h uses kv head h // group
         kx, vx = kr.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
         scale = 1.0 / math.sqrt(hd)
         scores = torch.einsum("bthe,bshe->bhts", qr, kx) * scale            # [B, H, T, T]
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         scores = scores.masked_fill(~causal, float("-inf"))
-        if depth is None:
+        if depth is None and self.bf16:
+            out = _StoredOutputAttention.apply(scores, vx)
+        elif depth is None:
             prob = torch.softmax(scores, dim=-1)
             out = torch.einsum("bhts,bshe->bthe", prob, vx)
         else:
@@ -344,14 +465,14 @@ class DepthBenchReference(torch.nn.Module):
             prob = torch.softmax(torch.cat([scores, dscores], dim=-1), dim=-1)  # one joint softmax
             out = (torch.einsum("bhts,bshe->bthe", prob[..., :T], vx)
                    + torch.einsum("bhtm,btmhe->bthe", prob[..., T:], Vd))
-        out = out.reshape(B, T, H * hd) @ P[pre + "wo"].T
+        out = self.core_output(self.keep(out).reshape(B, T, H * hd), pre + "wo")
         return out, k, kr, v
 
     def ffn(self, i, u):
         """SwiGLU: W2(silu(W1 u) * W3 u)."""
         pre = "blocks.%d." % i
-        P = self.p
-        return (F.silu(u @ P[pre + "w1"].T) * (u @ P[pre + "w3"].T)) @ P[pre + "w2"].T
+        a, b = self.core_products(u, [pre + "w1", pre + "w3"])
+        return self.core_output(self.keep(F.silu(a) * b), pre + "w2")
 
     def sublayer(self, k, x_in):
         """F_k with its own pre-norm (used by HC, mHC, AttnRes): k = 2i attention, 2i+1 FFN."""
@@ -648,12 +769,34 @@ def save_weights(path, cfg, params, tokens=None, hyper=None):
 
 
 def cmd_run(args):
+    """Each IN.h5 to its OUT.h5, in one process (importing torch takes seconds)."""
+    n = len(args.weights)
+    if len(args.out) != n:
+        raise SystemExit("reference: %d --weights files but %d --out files" % (n, len(args.out)))
+    modes = args.activation_dtype
+    if len(modes) == 1:
+        modes = modes * n
+    if len(modes) != n:
+        raise SystemExit("reference: give one --activation-dtype or one per --weights file (%d), "
+                         "not %d" % (n, len(modes)))
+    for weights, out, mode in zip(args.weights, args.out, modes):
+        run_one(args, weights, out, mode)
+
+
+def run_one(args, weights, out, activation_dtype):
     import h5py
-    dtype = {"float64": torch.float64, "float32": torch.float32}[args.dtype]
-    cfg, params, tokens, hyper = load_weights(args.weights)
+    precision = args.dtype
+    if precision is None:   # bf16 activation storage computes in float32
+        precision = "float32" if activation_dtype == "bf16" else "float64"
+    dtype = {"float64": torch.float64, "float32": torch.float32}[precision]
+    cfg, params, tokens, hyper = load_weights(weights)
     if tokens is None:
-        raise SystemExit("%s: no 'tokens' dataset" % args.weights)
-    model = DepthBenchReference(cfg, params, dtype=dtype)
+        raise SystemExit("%s: no 'tokens' dataset" % weights)
+    try:
+        model = DepthBenchReference(cfg, params, dtype=dtype,
+                                    activation_dtype=activation_dtype)
+    except ValueError as e:
+        raise SystemExit("reference: %s" % e)
     extra = sorted(set(params) - set(model.names))
     if extra:
         warnings.warn("reference: ignoring datasets that are no parameter: %s" % extra)
@@ -661,9 +804,10 @@ def cmd_run(args):
     loss = lm_loss(logits, tokens)
     loss.backward()
     as_np = lambda t: t.detach().to(torch.float64).numpy()
-    with h5py.File(args.out, "w") as f:
+    with h5py.File(out, "w") as f:
         f.attrs["config"] = json.dumps(model.cfg, sort_keys=True)
-        f.attrs["dtype"] = args.dtype
+        f.attrs["dtype"] = precision
+        f.attrs["activation_dtype"] = activation_dtype
         f.create_dataset("loss", data=float(loss))
         f.create_dataset("logits", data=as_np(logits))
         for n, p in model.named():
@@ -673,14 +817,15 @@ def cmd_run(args):
             h.update(hyper)
             for k, v in h.items():
                 f.attrs["adamw_" + k] = v
-            model = DepthBenchReference(cfg, params, dtype=dtype)   # fresh copy of the weights
+            model = DepthBenchReference(cfg, params, dtype=dtype,   # fresh copy of the weights
+                                        activation_dtype=activation_dtype)
             losses, norms = run_adamw(model, tokens, args.adamw_steps, h["lr"], h["beta1"],
                                       h["beta2"], h["eps"], h["weight_decay"], h["grad_clip"])
             f.create_dataset("adamw_losses", data=losses)
             f.create_dataset("adamw_grad_norms", data=norms)
             for n, p in model.named():
                 f.create_dataset("adamw_params/" + n, data=as_np(p))
-    print("%s: arch=%s loss=%.12g" % (args.out, model.cfg["arch"], float(loss)))
+    print("%s: arch=%s loss=%.12g" % (out, model.cfg["arch"], float(loss)))
 
 
 def cmd_init(args):
@@ -706,10 +851,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="forward, loss, gradients (and AdamW steps) for IN.h5")
-    r.add_argument("--weights", required=True)
-    r.add_argument("--out", required=True)
+    r.add_argument("--weights", required=True, nargs="+", help="IN.h5 files")
+    r.add_argument("--out", required=True, nargs="+", help="one OUT.h5 per IN.h5")
     r.add_argument("--adamw-steps", type=int, default=0)
-    r.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    r.add_argument("--dtype", choices=("float64", "float32"), default=None,
+                   help="float64 (default), or float32 (default with --activation-dtype bf16)")
+    r.add_argument("--activation-dtype", choices=("fp32", "bf16"), nargs="+", default=["fp32"],
+                   help="bf16: emulate train.activation_dtype = bf16 (the cores store bf16); "
+                        "one value for every IN.h5 or one per IN.h5")
     i = sub.add_parser("init", help="random weights following each design's init rules")
     i.add_argument("--config", required=True, help="JSON text or a JSON file")
     i.add_argument("--seed", type=int, default=0)

@@ -509,3 +509,93 @@ def test_float32_runs():
     m32 = ref.DepthBenchReference(cfg, perturbed(cfg), dtype=torch.float32)
     tok = tokens()
     assert abs(float(ref.lm_loss(m64(tok), tok)) - float(ref.lm_loss(m32(tok), tok))) < 1e-5
+
+
+# ------------------------------------------------------------------------------------------------
+# bf16 activation storage emulation (--activation-dtype bf16)
+# ------------------------------------------------------------------------------------------------
+def test_bf16_rounding_and_gradient_rounding():
+    t = torch.tensor([1.0 + 2.0 ** -9, 1.0 + 3 * 2.0 ** -9, 3.0 + 2.0 ** -20], requires_grad=True)
+    # to nearest, ties to even: 1 + 2^-9 -> 1, 1 + 3·2^-9 -> 1 + 2^-7, 3 + tiny -> 3
+    assert ref.round_bf16(t).tolist() == [1.0, 1.0 + 2.0 ** -7, 3.0]
+    g = torch.tensor([1.0 + 3 * 2.0 ** -9, 5.0, 2.0 ** -20 + 2.0 ** -30])
+    ref.round_bf16(t).backward(g)                       # R: the gradient passes unrounded
+    assert torch.equal(t.grad, g)
+    t.grad = None
+    s = ref.stored(t)                                   # G(R(t)): value and gradient rounded
+    assert torch.equal(s, ref._to_bf16(t.detach()))
+    s.backward(g)
+    assert torch.equal(t.grad, ref._to_bf16(g)) and not torch.equal(t.grad, g)
+
+
+def test_bf16_shared_input_products_gradient():
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 3, 5, dtype=DT, generator=gen, requires_grad=True)
+    ws = [torch.randn(n, 5, dtype=DT, generator=gen, requires_grad=True) for n in (4, 2, 3)]
+    assert torch.autograd.gradcheck(lambda x, *w: ref._SharedInputProducts.apply(x, *w), (x, *ws))
+
+
+def test_bf16_attention_backward_takes_the_row_term_from_the_stored_output():
+    gen = torch.Generator().manual_seed(5)
+    T = 6
+    scores = torch.randn(2, 3, T, T, generator=gen).masked_fill(
+        ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")).requires_grad_()
+    v = torch.randn(2, T, 3, 4, generator=gen, requires_grad=True)
+    d_out = torch.randn(2, T, 3, 4, generator=gen)
+    prob = torch.softmax(scores, dim=-1)
+    out = torch.einsum("bhts,bshe->bthe", prob, v)
+    exact_ds, exact_dv = torch.autograd.grad(out, (scores, v), d_out)
+    emulated = ref._StoredOutputAttention.apply(scores, v)
+    assert torch.equal(emulated, out)
+    ds, dv = torch.autograd.grad(emulated, (scores, v), d_out)
+    # D = rowsum(dO * R(o)) instead of rowsum(dO * o): dS moves by -P * rowsum(dO * (R(o) - o))
+    shift = (d_out * (ref._to_bf16(out) - out)).sum(-1).transpose(1, 2)[..., None]
+    assert torch.allclose(ds, exact_ds - prob.detach() * shift, atol=1e-6)
+    assert not torch.allclose(ds, exact_ds, atol=1e-6)
+    assert torch.allclose(dv, exact_dv, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch,kw", [("pre_ln", {}), ("pre_ln", dict(n_head=4, n_kv_head=2,
+                                                                       head_dim=4, qk_norm=True)),
+                                     ("sandwich_ln", {}), ("hc", {})])
+def test_bf16_storage_rounds_only_the_cores(arch, kw):
+    cfg = tiny(arch, **kw)
+    p, tok = perturbed(cfg), tokens()
+    runs = {}
+    for mode in ("fp32", "bf16"):
+        m = ref.DepthBenchReference(cfg, p, dtype=torch.float32, activation_dtype=mode)
+        stored = []
+        m.keep = lambda t, keep=m.keep: stored.append(keep(t)) or stored[-1]
+        loss = ref.lm_loss(m(tok), tok)
+        loss.backward()
+        runs[mode] = (float(loss), torch.cat([q.grad.reshape(-1) for _, q in m.named()]), stored)
+    (l32, g32, _), (l16, g16, kept) = runs["fp32"], runs["bf16"]
+    assert kept and all(torch.equal(t, ref._to_bf16(t)) for t in kept)   # stored values are bf16
+    assert l16 != l32 and abs(l16 - l32) < 1e-2 * l32
+    assert 0 < float((g16 - g32).norm() / g32.norm()) < 5e-2
+
+
+def test_bf16_storage_refusals():
+    with pytest.raises(ValueError, match="float32"):
+        ref.DepthBenchReference(tiny("pre_ln"), activation_dtype="bf16")
+    with pytest.raises(ValueError, match="moda"):
+        ref.DepthBenchReference(tiny("moda"), dtype=torch.float32, activation_dtype="bf16")
+    with pytest.raises(ValueError, match="fp32 or bf16"):
+        ref.DepthBenchReference(tiny("pre_ln"), dtype=torch.float32, activation_dtype="fp16")
+
+
+def test_cli_several_runs_with_their_own_activation_dtype(tmp_path):
+    import h5py
+    cfg = tiny("pre_ln")
+    w = str(tmp_path / "w.h5")
+    ref.save_weights(w, cfg, perturbed(cfg), tokens())
+    outs = [str(tmp_path / ("o%d.h5" % i)) for i in range(3)]
+    script = os.path.join(HERE, "depthbench_reference.py")
+    subprocess.run([sys.executable, script, "run", "--weights", w, w, w, "--out", *outs,
+                    "--activation-dtype", "fp32", "bf16", "fp32"], check=True)
+    attrs = []
+    for o in outs:
+        with h5py.File(o, "r") as f:
+            attrs.append((f.attrs["activation_dtype"], f.attrs["dtype"], float(f["loss"][()])))
+    assert [a[:2] for a in attrs] == [("fp32", "float64"), ("bf16", "float32"), ("fp32", "float64")]
+    assert attrs[0][2] == attrs[2][2] != attrs[1][2]

@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 #include <string>
 
+#include "model/model.hpp"
 #include "model/residual/registry.hpp"
 
 using namespace db;
@@ -111,4 +112,45 @@ BOOST_AUTO_TEST_CASE(a_bf16_cuda_run_that_may_use_cudnn_counts_its_attention_wor
   c.precision = "bf16";
   c.backend = "cpu";
   BOOST_TEST(estimate_memory(c).attention_workspace_bytes == 0);
+}
+
+// train.activation_dtype = bf16 (auto on a bf16 CUDA run): the cores' 4d + 3·ff values take 2
+// bytes, plus their rounded inputs (2d), and the weights a bf16 copy.
+BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_a_weight_copy) {
+  for (const DesignInfo& d : all_designs()) {
+    RunConfig fp32 = config_of(d.name);
+    fp32.backend = "cuda";
+    fp32.precision = "bf16";
+    fp32.activation_dtype = "fp32";
+    RunConfig bf16 = fp32;
+    bf16.activation_dtype = "auto";
+    const ModelConfig& m = fp32.model;
+    const double core = 4.0 * m.d_model + 3.0 * m.ff_dim();
+    const double saved_per_block = 4.0 * core - 2.0 * (core + 2.0 * m.d_model);
+    const MemoryEstimate wide = estimate_memory(fp32), narrow = estimate_memory(bf16);
+    BOOST_TEST(wide.activations_bytes - narrow.activations_bytes ==
+                   tokens(fp32) * m.n_layer * saved_per_block,
+               d.name);
+    BOOST_TEST(narrow.weights_bytes - wide.weights_bytes == 2.0 * double(count_parameters(m).total),
+               d.name);
+  }
+  RunConfig cpu = config_of("pre_ln");
+  cpu.precision = "bf16";  // auto stores fp32 on the CPU
+  RunConfig cpu_fp32 = cpu;
+  cpu_fp32.activation_dtype = "fp32";
+  BOOST_TEST(estimate_memory(cpu).activations_bytes == estimate_memory(cpu_fp32).activations_bytes);
+}
+
+BOOST_AUTO_TEST_CASE(a_cpu_run_on_several_ranks_counts_its_mpi_gradient_sums_scratch) {
+  // The rank-order sum (ops/rank_order_sum.cpp) keeps, per rank, its slice (1/p) of every range
+  // from each of the p − 1 other ranks: (p − 1)/p of the fp32 gradients.
+  RunConfig c = config_of("pre_ln");
+  const double params = double(count_parameters(c.model).total);
+  const MemoryEstimate one_rank = estimate_memory(c, 1);
+  BOOST_TEST(one_rank.reducer_scratch_bytes == 0);
+  const MemoryEstimate four_ranks = estimate_memory(c, 4);
+  BOOST_TEST(four_ranks.reducer_scratch_bytes == 4.0 * params * 3 / 4);
+  BOOST_TEST(four_ranks.total() == one_rank.total() + 4.0 * params * 3 / 4);
+  c.backend = "cuda";  // sums on the device (NCCL), or through host copies: no device memory
+  BOOST_TEST(estimate_memory(c, 4).reducer_scratch_bytes == 0);
 }

@@ -14,7 +14,10 @@
 // projection travels with the block when both blocks have one; the last block's parameters
 // at an earlier position use that position's own projection (it has no counterpart to swap).
 #include <algorithm>
+#include <memory>
+#include <type_traits>
 
+#include "core/bfloat16.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/sublayer.hpp"
@@ -22,22 +25,34 @@
 namespace db {
 namespace {
 
+// The depth slots and the attention that reads them, on the storage type S of the backbone's
+// sublayer cores (T, or bf16 under train.activation_dtype = bf16).
 template <class T>
-class ModaCore : public SublayerCore<T> {
+struct ModaDepthBase : SublayerCore<T> {
+  virtual void begin_forward(Backbone<T>& net) = 0;
+  virtual void begin_backward() = 0;
+};
+
+template <class T, class S>
+class ModaDepth final : public ModaDepthBase<T> {
  public:
-  explicit ModaCore(const ModelConfig& c)
-      : n_layer_(c.n_layer),
+  ModaDepth(const ModelConfig& c, SublayerCores<T, S>& cores)
+      : cores_(cores),
+        ops_(cores.ops()),
+        n_layer_(c.n_layer),
         slots_(std::max(2 * (c.n_layer - 1), 1)),
         rope_depth_keys_(c.option("moda_rope_depth_keys", false)),
-        ffn_input_(c.n_layer) {}
+        ffn_input_(c.n_layer),
+        ffn_wk_(c.n_layer),
+        ffn_wv_(c.n_layer) {}
 
   // Depth slots are filled by the forward; a skipped block's slots stay zero.
-  void begin_forward(Backbone<T>& net) {
+  void begin_forward(Backbone<T>& net) override {
     const int64_t size = net.rows() * slots_ * kv_width(net);
     depth_k_.assign_zeros(size);
     depth_v_.assign_zeros(size);
   }
-  void begin_backward() {
+  void begin_backward() override {
     d_depth_k_.assign_zeros(depth_k_.size());
     d_depth_v_.assign_zeros(depth_v_.size());
   }
@@ -49,25 +64,27 @@ class ModaCore : public SublayerCore<T> {
     if (ffn) {
       net.ffn_forward(p, u, y);
       if (!writes) return;
-      ffn_input_[p] = u;  // kept by the stack (sublayer.hpp) until the backward
+      ffn_input_[p] = cores_.ffn_input(p);  // kept by the cores (or the stack) until the backward
       tmp_k_.resize(N * kvw);
       tmp_v_.resize(N * kvw);
-      net.ops().linear_forward(tmp_k_.data(), u, net.value(ffn_projection(net, p, "moda_wk_ffn")),
-                               N, net.d(), kvw);
-      net.ops().linear_forward(tmp_v_.data(), u, net.value(ffn_projection(net, p, "moda_wv_ffn")),
-                               N, net.d(), kvw);
+      const int wk = ffn_projection(net, p, "moda_wk_ffn"),
+                wv = ffn_projection(net, p, "moda_wv_ffn");
+      ops_.linear_forward(tmp_k_.data(), ffn_input_[p], cores_.weight(net, wk, ffn_wk_[p]), N,
+                          net.d(), kvw);
+      ops_.linear_forward(tmp_v_.data(), ffn_input_[p], cores_.weight(net, wv, ffn_wv_[p]), N,
+                          net.d(), kvw);
       if (rope_depth_keys_)  // rotated at the token's own position
-        net.rope(tmp_k_.data(), net.config().kv_heads(), false);
+        cores_.rope(net, tmp_k_.data(), net.config().kv_heads(), false);
       scatter(net, depth_k_, tmp_k_, 2 * p + 1);
       scatter(net, depth_v_, tmp_v_, 2 * p + 1);
       return;
     }
-    auto& a = net.attention_cache(p);
+    auto& a = cores_.attention_cache(p);
     tmp_k_.resize(N * kvw);
-    net.attention_project(p, u, rope_depth_keys_ ? nullptr : tmp_k_.data());
-    net.ops().moda_attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
-                                     depth_k_.data(), depth_v_.data(), shape(net, p));
-    net.attention_output(p, y);
+    cores_.attention_project(net, p, u, rope_depth_keys_ ? nullptr : tmp_k_.data());
+    ops_.moda_attention_forward(a.o.data(), a.lse.data(), a.q.data(), a.k.data(), a.v.data(),
+                                depth_k_.data(), depth_v_.data(), shape(net, p));
+    cores_.attention_output(net, p, y);
     if (!writes) return;
     scatter(net, depth_k_, rope_depth_keys_ ? a.k : tmp_k_, 2 * p);
     scatter(net, depth_v_, a.v, 2 * p);
@@ -82,38 +99,38 @@ class ModaCore : public SublayerCore<T> {
       if (!writes) return;  // the FFN slot's gradient is complete: its readers ran backward
       gather(net, tmp_k_, d_depth_k_, 2 * p + 1);
       gather(net, tmp_v_, d_depth_v_, 2 * p + 1);
-      if (rope_depth_keys_) net.rope(tmp_k_.data(), net.config().kv_heads(), true);
-      const int wk = ffn_projection(net, p, "moda_wk_ffn");
-      const int wv = ffn_projection(net, p, "moda_wv_ffn");
-      const T* x = ffn_input_[p];
-      net.ops().linear_backward(du, net.grad(wk), tmp_k_.data(), x, net.value(wk), N, net.d(), kvw,
-                                true);
-      net.ops().linear_backward(du, net.grad(wv), tmp_v_.data(), x, net.value(wv), N, net.d(), kvw,
-                                true);
+      if (rope_depth_keys_) cores_.rope(net, tmp_k_.data(), net.config().kv_heads(), true);
+      const int wk = ffn_projection(net, p, "moda_wk_ffn"),
+                wv = ffn_projection(net, p, "moda_wv_ffn");
+      const S* x = ffn_input_[p];
+      ops_.linear_backward_wide(du, net.grad(wk), tmp_k_.data(), x,
+                                cores_.used_weight(net, wk, ffn_wk_[p]), N, net.d(), kvw, true);
+      ops_.linear_backward_wide(du, net.grad(wv), tmp_v_.data(), x,
+                                cores_.used_weight(net, wv, ffn_wv_[p]), N, net.d(), kvw, true);
       return;
     }
     const ModelConfig& c = net.config();
-    auto& a = net.attention_cache(p);
+    auto& a = cores_.attention_cache(p);
     d_o_.resize(N * c.n_head * c.head_dim());
     dq_.resize(N * c.n_head * c.head_dim());
     dk_.resize(N * kvw);
     dv_.resize(N * kvw);
-    net.attention_output_backward(p, dy, d_o_.data());
-    net.ops().moda_attention_backward(dq_.data(), dk_.data(), dv_.data(), d_depth_k_.data(),
-                                      d_depth_v_.data(), d_o_.data(), a.o.data(), a.lse.data(),
-                                      a.q.data(), a.k.data(), a.v.data(), depth_k_.data(),
-                                      depth_v_.data(), shape(net, p));
-    const T* dk_unrotated = nullptr;
+    cores_.attention_output_backward(net, p, dy, d_o_.data());
+    ops_.moda_attention_backward(dq_.data(), dk_.data(), dv_.data(), d_depth_k_.data(),
+                                 d_depth_v_.data(), d_o_.data(), a.o.data(), a.lse.data(),
+                                 a.q.data(), a.k.data(), a.v.data(), depth_k_.data(),
+                                 depth_v_.data(), shape(net, p));
+    const S* dk_unrotated = nullptr;
     if (writes) {  // this block's own k and v also served as depth entries of later blocks
       gather(net, tmp_k_, d_depth_k_, 2 * p);
       gather(net, tmp_v_, d_depth_v_, 2 * p);
-      add_into(net.ops(), dv_.data(), tmp_v_.data(), N * kvw);
+      ops_.axpby(dv_.data(), T(1), tmp_v_.data(), T(1), N * kvw);
       if (rope_depth_keys_)
-        add_into(net.ops(), dk_.data(), tmp_k_.data(), N * kvw);
+        ops_.axpby(dk_.data(), T(1), tmp_k_.data(), T(1), N * kvw);
       else
         dk_unrotated = tmp_k_.data();
     }
-    net.attention_project_backward(p, dq_.data(), dk_.data(), dv_.data(), du, dk_unrotated);
+    cores_.attention_project_backward(net, p, dq_.data(), dk_.data(), dv_.data(), du, dk_unrotated);
   }
 
  private:
@@ -136,23 +153,54 @@ class ModaCore : public SublayerCore<T> {
   }
 
   // Copies a [rows, kvw] tensor into / out of one slot of a [rows, slots, kvw] pool.
-  void scatter(Backbone<T>& net, Buffer<T>& pool, const Buffer<T>& x, int slot) {
+  void scatter(Backbone<T>& net, Buffer<S>& pool, const Buffer<S>& x, int slot) {
     const int kvw = kv_width(net);
-    net.ops().copy_rows(pool.data() + slot * kvw, int64_t(slots_) * kvw, x.data(), kvw, net.rows(),
-                        kvw);
+    ops_.copy_rows(pool.data() + slot * kvw, int64_t(slots_) * kvw, x.data(), kvw, net.rows(), kvw);
   }
-  void gather(Backbone<T>& net, Buffer<T>& x, const Buffer<T>& pool, int slot) {
+  void gather(Backbone<T>& net, Buffer<S>& x, const Buffer<S>& pool, int slot) {
     const int kvw = kv_width(net);
     x.resize(net.rows() * kvw);
-    net.ops().copy_rows(x.data(), kvw, pool.data() + slot * kvw, int64_t(slots_) * kvw, net.rows(),
-                        kvw);
+    ops_.copy_rows(x.data(), kvw, pool.data() + slot * kvw, int64_t(slots_) * kvw, net.rows(), kvw);
   }
 
+  SublayerCores<T, S>& cores_;
+  StorageOps<T, S>& ops_;
   int n_layer_, slots_;
   bool rope_depth_keys_;
-  Buffer<T> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
-  std::vector<const T*> ffn_input_;                      // u_p, for the projections' grads
-  Buffer<T> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
+  Buffer<S> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
+  std::vector<const S*> ffn_input_;                      // u_p as S, for the projections' grads
+  std::vector<Buffer<S>> ffn_wk_, ffn_wv_;               // S ≠ T: the rounded projections
+  Buffer<S> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
+};
+
+// MoDA's core: the depth attention on the storage type of the backbone it first runs on.
+template <class T>
+class ModaCore final : public SublayerCore<T> {
+ public:
+  explicit ModaCore(const ModelConfig& c) : config_(c) {}
+
+  void begin_forward(Backbone<T>& net) {
+    if (!depth_) depth_ = make_depth(net);
+    depth_->begin_forward(net);
+  }
+  void begin_backward() { depth_->begin_backward(); }
+  void forward(Backbone<T>& net, int p, bool ffn, const T* u, T* y) override {
+    depth_->forward(net, p, ffn, u, y);
+  }
+  void backward(Backbone<T>& net, int p, bool ffn, const T* dy, T* du) override {
+    depth_->backward(net, p, ffn, dy, du);
+  }
+
+ private:
+  std::unique_ptr<ModaDepthBase<T>> make_depth(Backbone<T>& net) {
+    if constexpr (std::is_same_v<T, float>)
+      if (net.bf16_storage())
+        return std::make_unique<ModaDepth<T, bfloat16>>(config_, net.template cores<bfloat16>());
+    return std::make_unique<ModaDepth<T, T>>(config_, net.template cores<T>());
+  }
+
+  ModelConfig config_;
+  std::unique_ptr<ModaDepthBase<T>> depth_;
 };
 
 template <class T>

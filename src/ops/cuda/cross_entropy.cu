@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_memory.hpp"
+#include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/kernel_util.cuh"
 
 namespace db::cuda {
@@ -72,10 +74,18 @@ __global__ void add_sum_kernel(double* out, const float* values, int64_t n) {
 }
 
 // The chunked head pass: row_loss [rows] (device) for every row and, with dh, the gradients.
-template <class T>
-void head_pass(GemmHandle& gh, float* row_loss, const T* h, const T* W, const int32_t* targets,
-               const HeadShape& s, T* dh, float* dW, double grad_scale, cudaStream_t stream) {
+// TS is the storage type of h, W and dh, T the type the GEMMs read (the math):
+//   TS = T = float  fp32 parity: fp32 GEMMs, dlogits overwrite the fp32 logits in place;
+//   TS = T = bf16   bf16 operands, bf16 dlogits, dh written as bf16;
+//   TS = float, T = bf16  the float model in bf16 precision: W narrowed to bf16 once per call and
+//                   h per chunk, bf16 dlogits, dh written as float by the bf16×bf16→float GEMM.
+// The logits, the softmax and the loss are fp32 in every case; dW (fp32) is added to (beta = 1).
+template <class TS, class T>
+void head_pass(GemmHandle& gh, float* row_loss, const TS* h, const TS* W, const int32_t* targets,
+               const HeadShape& s, TS* dh, float* dW, double grad_scale, cudaStream_t stream) {
   constexpr bool kFp32 = std::is_same_v<T, float>;
+  constexpr bool kNarrow = !std::is_same_v<TS, T>;
+  static_assert(!kNarrow || std::is_same_v<T, bf16>, "only float storage narrows, to bf16");
   const int64_t chunk = std::min(kChunkRows, s.rows);
   float* logits = nullptr;
   T* dlogits = nullptr;
@@ -86,25 +96,76 @@ void head_pass(GemmHandle& gh, float* row_loss, const T* h, const T* W, const in
     else
       CUDA_CHECK(malloc_async(&dlogits, size_t(chunk) * s.vocab * sizeof(T), stream));
   }
+  // The operands as the GEMMs read them: the inputs themselves, or bf16 copies in scratch.
+  const T* W_math = nullptr;
+  T* W_narrow = nullptr;
+  T* h_narrow = nullptr;
+  if constexpr (kNarrow) {
+    CUDA_CHECK(malloc_async(&W_narrow, size_t(s.vocab) * s.d * sizeof(T), stream));
+    CUDA_CHECK(malloc_async(&h_narrow, size_t(chunk) * s.d * sizeof(T), stream));
+    convert(W_narrow, W, int64_t(s.vocab) * s.d, stream);
+    W_math = W_narrow;
+  } else {
+    W_math = W;
+  }
   for (int64_t begin = 0; begin < s.rows; begin += chunk) {
     const int rows = int(std::min(chunk, s.rows - begin));
-    const T* hc = h + begin * s.d;
-    gemm(gh, false, true, rows, s.vocab, s.d, 1.f, hc, s.d, W, s.d, 0.f, logits, s.vocab, stream);
+    const T* hc = nullptr;
+    if constexpr (kNarrow) {
+      convert(h_narrow, h + begin * s.d, int64_t(rows) * s.d, stream);
+      hc = h_narrow;
+    } else {
+      hc = h + begin * s.d;
+    }
+    gemm(gh, false, true, rows, s.vocab, s.d, 1.f, hc, s.d, W_math, s.d, 0.f, logits, s.vocab,
+         stream);
     softmax_xent_kernel<T><<<rows, kThreads, 0, stream>>>(
         row_loss + begin, dlogits, logits, targets + begin, s.vocab, float(grad_scale));
     CUDA_CHECK_LAUNCH();
     if (dh) {
       // dh = dlogits·W ; dW += dlogitsᵀ·h
-      gemm(gh, false, false, rows, s.d, s.vocab, 1.f, dlogits, s.vocab, W, s.d, 0.f,
+      gemm(gh, false, false, rows, s.d, s.vocab, 1.f, dlogits, s.vocab, W_math, s.d, 0.f,
            dh + begin * s.d, s.d, stream);
       if (dW)
         gemm(gh, true, false, s.vocab, s.d, rows, 1.f, dlogits, s.vocab, hc, s.d, 1.f, dW, s.d,
              stream);
     }
   }
+  if (h_narrow) CUDA_CHECK(cudaFreeAsync(h_narrow, stream));
+  if (W_narrow) CUDA_CHECK(cudaFreeAsync(W_narrow, stream));
   if (dlogits && dlogits != reinterpret_cast<T*>(logits))
     CUDA_CHECK(cudaFreeAsync(dlogits, stream));
   CUDA_CHECK(cudaFreeAsync(logits, stream));
+}
+
+// The loss of every row summed into *loss_sum (device), gradients as head_pass.
+template <class TS, class T>
+void head_loss_add(GemmHandle& gh, double* loss_sum, const TS* h, const TS* W,
+                   const int32_t* targets, const HeadShape& s, TS* dh, float* dW, double grad_scale,
+                   cudaStream_t stream) {
+  if (s.rows <= 0) return;
+  float* row_loss = nullptr;
+  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  head_pass<TS, T>(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
+  add_sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
+}
+
+// Each row's loss into host memory (synchronises the stream).
+template <class TS, class T>
+void head_row_losses(GemmHandle& gh, double* losses, const TS* h, const TS* W,
+                     const int32_t* targets, const HeadShape& s, cudaStream_t stream) {
+  if (s.rows <= 0) return;
+  float* row_loss = nullptr;
+  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
+  head_pass<TS, T>(gh, row_loss, h, W, targets, s, nullptr, nullptr, 0.0, stream);
+  std::vector<float> host(s.rows);
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), row_loss, size_t(s.rows) * sizeof(float),
+                             cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::copy(host.begin(), host.end(), losses);
 }
 }  // namespace
 
@@ -112,13 +173,14 @@ template <class T>
 void lm_head_cross_entropy_add(GemmHandle& gh, double* loss_sum, const T* h, const T* W,
                                const int32_t* targets, const HeadShape& s, T* dh, float* dW,
                                double grad_scale, cudaStream_t stream) {
-  if (s.rows <= 0) return;
-  float* row_loss = nullptr;
-  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
-  head_pass(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
-  add_sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
-  CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
+  head_loss_add<T, T>(gh, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream);
+}
+
+void lm_head_cross_entropy_add_in_bf16(GemmHandle& gh, double* loss_sum, const float* h,
+                                       const float* W, const int32_t* targets, const HeadShape& s,
+                                       float* dh, float* dW, double grad_scale,
+                                       cudaStream_t stream) {
+  head_loss_add<float, bf16>(gh, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream);
 }
 
 template <class T>
@@ -140,16 +202,12 @@ double lm_head_cross_entropy(GemmHandle& gh, const T* h, const T* W, const int32
 template <class T>
 void lm_head_row_losses(GemmHandle& gh, double* losses, const T* h, const T* W,
                         const int32_t* targets, const HeadShape& s, cudaStream_t stream) {
-  if (s.rows <= 0) return;
-  float* row_loss = nullptr;
-  CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
-  head_pass<T>(gh, row_loss, h, W, targets, s, nullptr, nullptr, 0.0, stream);
-  std::vector<float> host(s.rows);
-  CUDA_CHECK(cudaMemcpyAsync(host.data(), row_loss, size_t(s.rows) * sizeof(float),
-                             cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaFreeAsync(row_loss, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::copy(host.begin(), host.end(), losses);
+  head_row_losses<T, T>(gh, losses, h, W, targets, s, stream);
+}
+
+void lm_head_row_losses_in_bf16(GemmHandle& gh, double* losses, const float* h, const float* W,
+                                const int32_t* targets, const HeadShape& s, cudaStream_t stream) {
+  head_row_losses<float, bf16>(gh, losses, h, W, targets, s, stream);
 }
 
 template <class T>

@@ -1,7 +1,7 @@
 // The LM head fused with log-softmax cross-entropy on the GPU, mirroring cpu/cross_entropy.hpp:
 // logits = h·W_lmᵀ in row chunks (fp32 logits from fp32-accumulating GEMMs), then one kernel per
-// chunk computes each row's loss and overwrites the logits with dlogits in the same pass, so
-// the [N, V] logits never exist at once.
+// chunk computes each row's loss and writes dlogits in the same pass (over the fp32 logits in
+// fp32, into a bf16 chunk otherwise), so the [N, V] logits never exist at once.
 #pragma once
 #include <cstdint>
 
@@ -22,6 +22,16 @@ void lm_head_cross_entropy_add(GemmHandle& gemm_handle, double* loss_sum, const 
                                const int32_t* targets, const HeadShape& s, T* dh, float* dW,
                                double grad_scale, cudaStream_t stream = nullptr);
 
+// Precision::bf16 on float activations and weights (Ops::cross_entropy of the bf16 mode): W is
+// narrowed to bf16 once per call and h per chunk (stream-ordered scratch), the three GEMMs run on
+// bf16 operands with bf16 dlogits; logits, softmax and loss stay fp32, dh is written as float and
+// dW (fp32) is added to. Half the dlogits traffic of the float path, and no operand rounding
+// inside cuBLAS. Same contract as lm_head_cross_entropy_add.
+void lm_head_cross_entropy_add_in_bf16(GemmHandle& gemm_handle, double* loss_sum, const float* h,
+                                       const float* W, const int32_t* targets, const HeadShape& s,
+                                       float* dh, float* dW, double grad_scale,
+                                       cudaStream_t stream = nullptr);
+
 // The same, returning the summed loss (double; synchronises the stream): the tests' form. With dh
 // != null also computes gradients of loss_sum·grad_scale: dh overwritten, dW (fp32) += . Rows with
 // target < 0 add nothing.
@@ -34,6 +44,11 @@ double lm_head_cross_entropy(GemmHandle& gemm_handle, const T* h, const T* W,
 template <class T>
 void lm_head_row_losses(GemmHandle& gemm_handle, double* losses, const T* h, const T* W,
                         const int32_t* targets, const HeadShape& s, cudaStream_t stream = nullptr);
+
+// The same in bf16 precision on float h and W (as lm_head_cross_entropy_add_in_bf16).
+void lm_head_row_losses_in_bf16(GemmHandle& gemm_handle, double* losses, const float* h,
+                                const float* W, const int32_t* targets, const HeadShape& s,
+                                cudaStream_t stream = nullptr);
 
 // Plain fp32 logits [rows, vocab] (tests, diagnostics).
 template <class T>

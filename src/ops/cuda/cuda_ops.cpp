@@ -27,7 +27,8 @@ class CudaOps final : public Ops<float> {
   explicit CudaOps(const OpsOptions& options)
       : gemm_(size_t(32) << 20, /*bf16_math=*/options.precision == Precision::bf16),
         attention_(options.attention, options.precision),
-        graphs_(options.cuda_graphs) {}
+        graphs_(options.cuda_graphs),
+        precision_(options.precision) {}
   MemorySpace space() const override { return cuda_memory_space(); }
   const char* name() const override { return "cuda"; }
   std::string attention_paths() const override { return attention_.report(); }
@@ -112,11 +113,19 @@ class CudaOps final : public Ops<float> {
   }
   void cross_entropy(double* loss_sum, const float* h, const float* W, const int32_t* targets,
                      const HeadShape& s, float* dh, float* dW, double grad_scale) override {
-    lm_head_cross_entropy_add(gemm_, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream());
+    // bf16: bf16 operands and dlogits instead of fp32 ones rounded inside cuBLAS (doc/cuda.md).
+    if (precision_ == Precision::bf16)
+      lm_head_cross_entropy_add_in_bf16(gemm_, loss_sum, h, W, targets, s, dh, dW, grad_scale,
+                                        stream());
+    else
+      lm_head_cross_entropy_add(gemm_, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream());
   }
   void cross_entropy_rows(double* losses, const float* h, const float* W, const int32_t* targets,
                           const HeadShape& s) override {
-    lm_head_row_losses(gemm_, losses, h, W, targets, s, stream());
+    if (precision_ == Precision::bf16)
+      lm_head_row_losses_in_bf16(gemm_, losses, h, W, targets, s, stream());
+    else
+      lm_head_row_losses(gemm_, losses, h, W, targets, s, stream());
   }
   void logits(float* out, const float* h, const float* W, const HeadShape& s) override {
     lm_head_logits(gemm_, out, h, W, s, stream());
@@ -165,6 +174,7 @@ class CudaOps final : public Ops<float> {
   RopeCache rope_;
   MicroBatchGraphs graphs_;  // train.cuda_graphs
   TokenUpload tokens_;
+  Precision precision_;  // bf16: the LM head runs on bf16 operands
   // Last: it refers to the members above (destroyed first). Made on first use.
   std::unique_ptr<CudaBf16Storage> bf16_storage_;
 };

@@ -36,6 +36,35 @@ __device__ __forceinline__ V warp_sum(V v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
+// The lanes of a warp sharing one row (ops/lanes.hpp; HostLanes is the host's one lane).
+// Host-callable so that the shared __host__ __device__ bodies compile for both sides; only the
+// device side runs.
+struct WarpLanes {
+  static constexpr int kCount = 32;
+  __host__ __device__ int first() const {
+#if defined(__CUDA_ARCH__)
+    return threadIdx.x & 31;
+#else
+    return 0;
+#endif
+  }
+  __host__ __device__ int step() const {
+    return kCount;
+  }
+  __host__ __device__ bool leader() const {
+    return first() == 0;
+  }
+  // warp_sum's butterfly: a + b = b + a exactly, so every lane ends with the same bits.
+  template <class A>
+  __host__ __device__ A sum(A part) const {
+#if defined(__CUDA_ARCH__)
+    return warp_sum(part);
+#else
+    return part;
+#endif
+  }
+};
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1)

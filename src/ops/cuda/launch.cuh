@@ -68,32 +68,8 @@ __global__ void add_partials_kernel(SumTargets<T> targets, const double* partial
   targets.add_to(c, sum);
 }
 
-// The lanes of a warp sharing one row (ops/launch.hpp, HostLanes). Host-callable so that the
-// functors' __host__ __device__ bodies compile for both sides; only the device side runs.
-struct WarpLanes {
-  __host__ __device__ int first() const {
-#if defined(__CUDA_ARCH__)
-    return threadIdx.x & 31;
-#else
-    return 0;
-#endif
-  }
-  __host__ __device__ int step() const {
-    return 32;
-  }
-  __host__ __device__ bool leader() const {
-    return first() == 0;
-  }
-  // warp_sum's butterfly: a + b = b + a exactly, so every lane ends with the same bits.
-  template <class A>
-  __host__ __device__ A sum(A part) const {
-#if defined(__CUDA_ARCH__)
-    return cuda::detail::warp_sum(part);
-#else
-    return part;
-#endif
-  }
-};
+// A warp's lanes share a row (ops/lanes.hpp).
+using cuda::detail::WarpLanes;
 
 constexpr int kWarpsPerBlock = kThreads / 32;
 // Rows per warp in for_each_row_sum_lanes: short, so that a few thousand rows fill the GPU.

@@ -12,24 +12,7 @@ constexpr int kWarpsPerBlock = 4;
 
 // One warp per row: lane l holds values l, l + 32, ... of a head vector (8 registers at
 // head_dim 256) and the dot products are warp sums that every lane receives.
-struct WarpLanes {
-  static constexpr int kCount = 32, kValues = moda_merge::kMaxHeadDim / 32;
-  __host__ __device__ int lane() const {
-#if defined(__CUDA_ARCH__)
-    return threadIdx.x & 31;
-#else
-    return 0;  // never called on the host
-#endif
-  }
-  template <class A>
-  __host__ __device__ A sum(A part) const {
-#if defined(__CUDA_ARCH__)
-    return detail::warp_sum(part);
-#else
-    return part;
-#endif
-  }
-};
+using detail::WarpLanes;
 
 // This warp's item (row n = b·T + t, head) among rows·heads_per_row; false past the end (whole
 // warps leave together, so the warp sums see every lane).
