@@ -1,0 +1,128 @@
+// The storage type of train.activation_dtype = bf16 and the CPU's storage ops on it
+// (core/bfloat16.hpp, ops/storage_ops_widening.hpp, ops/storage_ops_same_type.hpp):
+// bf16 rounding is CUDA's (nearest, ties to even, overflow to infinity, one canonical NaN);
+// the widening ops compute in float on the stored values and round once where they store, add
+// into an output with one rounding, and move stored bits unchanged; S = T forwards to Ops<T>
+// bit for bit.
+#define BOOST_TEST_MODULE storage_ops
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/bfloat16.hpp"
+#include "core/rng.hpp"
+#include "ops/cpu/cpu_ops.hpp"
+#include "ops/storage_ops_same_type.hpp"
+
+using namespace db;
+
+namespace {
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+std::vector<bfloat16> rounded(const std::vector<float>& x) {
+  std::vector<bfloat16> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = to_bfloat16(x[i]);
+  return out;
+}
+
+std::vector<float> widened(const std::vector<bfloat16>& x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = to_float(x[i]);
+  return out;
+}
+
+std::vector<float> random_values(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = float(rng.uniform() * 2 - 1);
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(rounding_is_to_nearest_with_ties_to_even) {
+  BOOST_TEST(to_bfloat16(1.0f).bits == 0x3f80);
+  BOOST_TEST(to_bfloat16(-2.0f).bits == 0xc000);
+  BOOST_TEST(to_bfloat16(from_bits(0x3f808000)).bits == 0x3f80);  // tie, even below
+  BOOST_TEST(to_bfloat16(from_bits(0x3f818000)).bits == 0x3f82);  // tie, even above
+  BOOST_TEST(to_bfloat16(from_bits(0x3f808001)).bits == 0x3f81);  // just above the tie
+  BOOST_TEST(to_bfloat16(from_bits(0x3f807fff)).bits == 0x3f80);  // just below
+  BOOST_TEST(to_bfloat16(-0.0f).bits == 0x8000);
+  BOOST_TEST(to_bfloat16(from_bits(0x00000001)).bits == 0x0000);  // the smallest subnormal
+  BOOST_TEST(to_bfloat16(std::numeric_limits<float>::max()).bits == 0x7f80);  // overflows to inf
+  BOOST_TEST(to_bfloat16(std::numeric_limits<float>::infinity()).bits == 0x7f80);
+  BOOST_TEST(to_bfloat16(std::nanf("")).bits == 0x7fff);
+  BOOST_TEST(to_bfloat16(-std::numeric_limits<float>::quiet_NaN()).bits == 0x7fff);
+  BOOST_TEST(to_bfloat16(from_bits(0x7f800001)).bits == 0x7fff);  // a signalling NaN
+  for (uint32_t bits : {0x0000u, 0x3f80u, 0xc2f7u, 0x0001u, 0x7f7fu, 0xff80u})
+    BOOST_TEST(to_bfloat16(to_float(bfloat16{uint16_t(bits)})).bits == bits);  // exact both ways
+}
+
+BOOST_AUTO_TEST_CASE(widening_ops_compute_in_float_and_round_once_where_they_store) {
+  auto ops = make_cpu_ops<float>();
+  StorageOps<float, bfloat16>& s = *ops->bf16_storage();
+  const int rows = 5, in = 7, out = 3;
+  const auto x = rounded(random_values(rows * in, 1)), W = rounded(random_values(out * in, 2));
+  const auto dy = rounded(random_values(rows * out, 3));
+  // y = x·Wᵀ on the stored values, rounded once.
+  std::vector<bfloat16> y(rows * out);
+  s.linear_forward(y.data(), x.data(), W.data(), rows, in, out);
+  std::vector<float> y_float(rows * out);
+  ops->linear_forward(y_float.data(), widened(x).data(), widened(W).data(), rows, in, out);
+  BOOST_TEST(widened(y) == widened(rounded(y_float)));
+  // dx += dy·W: the old dx and the product added in float, rounded once; dW added in float.
+  const std::vector<bfloat16> dx_before = rounded(random_values(rows * in, 4));
+  std::vector<bfloat16> dx = dx_before;
+  std::vector<float> dW(out * in, 0.5f), dW_float(out * in, 0.5f);
+  s.linear_backward(dx.data(), dW.data(), dy.data(), x.data(), W.data(), rows, in, out, true);
+  std::vector<float> dx_float = widened(dx_before);
+  ops->linear_backward(dx_float.data(), dW_float.data(), widened(dy).data(), widened(x).data(),
+                       widened(W).data(), rows, in, out, true);
+  BOOST_TEST(widened(dx) == widened(rounded(dx_float)));
+  BOOST_TEST(dW == dW_float);
+}
+
+BOOST_AUTO_TEST_CASE(copies_move_the_stored_bits_and_leave_the_rest) {
+  auto ops = make_cpu_ops<float>();
+  StorageOps<float, bfloat16>& s = *ops->bf16_storage();
+  const auto src = rounded(random_values(4 * 6, 5));
+  std::vector<bfloat16> dst = rounded(random_values(4 * 10, 6));
+  const std::vector<bfloat16> before = dst;
+  s.copy_rows(dst.data() + 2, 10, src.data(), 6, 4, 5);  // 5 of 6 values into the middle of 10
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 10; ++j) {
+      const bool copied = j >= 2 && j < 7;
+      const uint16_t expected = copied ? src[r * 6 + j - 2].bits : before[r * 10 + j].bits;
+      BOOST_TEST(dst[r * 10 + j].bits == expected);
+    }
+  std::vector<bfloat16> copy(src.size());
+  s.copy(copy.data(), src.data(), int64_t(src.size()));
+  for (size_t i = 0; i < src.size(); ++i) BOOST_TEST(copy[i].bits == src[i].bits);
+}
+
+BOOST_AUTO_TEST_CASE(the_same_type_storage_is_the_ops_call_bit_for_bit) {
+  auto ops = make_cpu_ops<double>();
+  SameTypeStorageOps<double> s(*ops);
+  const AttentionShape shape{2, 6, 4, 2, 8};
+  const int64_t nq = 2 * 6 * 4 * 8, nkv = 2 * 6 * 2 * 8;
+  Rng rng(9);
+  auto values = [&](int64_t n) {
+    std::vector<double> v(n);
+    for (double& x : v) x = rng.uniform() - 0.5;
+    return v;
+  };
+  const auto q = values(nq), k = values(nkv), v = values(nkv);
+  std::vector<double> o1(nq), o2(nq), lse1(2 * 6 * 4), lse2(2 * 6 * 4);
+  s.attention_forward(o1.data(), lse1.data(), q.data(), k.data(), v.data(), shape);
+  ops->attention_forward(o2.data(), lse2.data(), q.data(), k.data(), v.data(), shape);
+  BOOST_TEST(o1 == o2);
+  BOOST_TEST(lse1 == lse2);
+  BOOST_TEST(ops->bf16_storage() == nullptr);  // double stores what it computes
+}
