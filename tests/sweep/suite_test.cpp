@@ -2,6 +2,7 @@
 // by input/*.ini, the plan is complete and ordered, and malformed suites are rejected with a
 // message that names the key.
 #define BOOST_TEST_MODULE suite
+#include <algorithm>
 #include <boost/test/included/unit_test.hpp>
 #include <cmath>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "sweep/sweep_plan.hpp"
+#include "train/memory_estimate.hpp"
 
 using namespace db;
 using namespace db::sweep;
@@ -210,4 +212,19 @@ BOOST_AUTO_TEST_CASE(malformed_suites_are_rejected_with_a_message_naming_the_key
   // At L = 100000 the narrowest shape (d = 8) has 100× the 1M budget: refused with the overshoot.
   check("depths = 2 4", "depths = 2 100000", "suite.depths 100000: suite.budget of 1e+06");
   check("depths = 2 4", "depths = 2 100000", "is below the narrowest shape at L = 100000");
+}
+
+// Issue 22 lever 6: every run of the GPU suites fits one 141 GB H200 by plan's estimate
+// (train/memory_estimate.hpp), with a margin of 10% for what the estimate does not count.
+BOOST_AUTO_TEST_CASE(every_run_of_the_gpu_suites_fits_one_h200_with_a_margin) {
+  for (const char* file : {"main400m.ini", "validation1p6b.ini"}) {
+    const Suite suite = parse_suite_file(kInput + file);
+    double largest = 0;
+    for (const PlannedRun& run : plan_suite(suite, "out")) {
+      const double bytes = estimate_memory(run.config).total();
+      largest = std::max(largest, bytes);
+      BOOST_TEST(bytes <= 0.9 * 141e9, file << " " << run.config.run_name());
+    }
+    BOOST_TEST_MESSAGE(file << ": largest run " << largest / double(1 << 30) << " GiB");
+  }
 }
