@@ -9,7 +9,6 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -18,30 +17,13 @@
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
+#include "support/design_variants.hpp"
 
 using namespace db;
 
 namespace {
 
-struct Variant {
-  std::string arch;
-  std::map<std::string, std::string> options;
-  std::string name() const {
-    std::string n = arch;
-    for (const auto& [key, value] : options) n += " " + key + "=" + value;
-    return n;
-  }
-};
-
-std::vector<Variant> variants() {
-  std::vector<Variant> v;
-  for (const DesignInfo& d : all_designs()) v.push_back({d.name, {}});
-  v.push_back({"deepnorm", {{"deepnorm_norm", "rmsnorm"}}});
-  v.push_back({"moda", {{"moda_post_norm", "true"}}});
-  v.push_back({"moda", {{"moda_rope_depth_keys", "true"}}});
-  v.push_back({"hc", {{"hc_readout", "sum_then_norm"}}});
-  return v;
-}
+using test::Variant;
 
 ModelConfig config_of(const Variant& v, bool qk_norm) {
   ModelConfig c;
@@ -106,7 +88,7 @@ double relative_distance(const std::vector<float>& a, const std::vector<float>& 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(bf16_storage_stays_within_bf16_tolerance_of_fp32) {
-  for (const Variant& v : variants())
+  for (const Variant& v : test::state_changing_variants())
     for (bool qk_norm : {false, true}) {
       BOOST_TEST_CONTEXT(v.name() << (qk_norm ? ", qk_norm" : "")) {
         const ModelConfig c = config_of(v, qk_norm);
@@ -123,7 +105,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_stays_within_bf16_tolerance_of_fp32) {
 }
 
 BOOST_AUTO_TEST_CASE(bf16_storage_is_deterministic_and_exact_under_recompute) {
-  for (const Variant& v : variants()) {
+  for (const Variant& v : test::state_changing_variants()) {
     BOOST_TEST_CONTEXT(v.name()) {
       const ModelConfig c = config_of(v, true);
       const Step first = train_step(c, ActivationDtype::bf16);

@@ -7,7 +7,6 @@
 #define BOOST_TEST_MODULE recompute
 #include <boost/test/unit_test.hpp>
 #include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -15,32 +14,13 @@
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
+#include "support/design_variants.hpp"
 
 using namespace db;
 
 namespace {
 
-struct Variant {
-  std::string arch;
-  std::map<std::string, std::string> options;
-  std::string name() const {
-    std::string n = arch;
-    for (const auto& [key, value] : options) n += " " + key + "=" + value;
-    return n;
-  }
-};
-
-// Every design with its defaults, and the options that change which buffers a design keeps.
-std::vector<Variant> variants() {
-  std::vector<Variant> v;
-  for (const DesignInfo& d : all_designs()) v.push_back({d.name, {}});
-  v.push_back({"deepnorm", {{"deepnorm_norm", "rmsnorm"}}});
-  v.push_back({"moda", {{"moda_post_norm", "true"}}});
-  v.push_back({"moda", {{"moda_rope_depth_keys", "true"}}});
-  v.push_back({"hc", {{"hc_readout", "sum_then_norm"}}});
-  v.push_back({"attnres_block", {{"attnres_blocks", "3"}}});  // partial sums across blocks
-  return v;
-}
+using test::Variant;
 
 ModelConfig config_of(const Variant& v, int n_layer) {
   ModelConfig c;
@@ -92,7 +72,7 @@ Step train_step(const ModelConfig& c, Schedule schedule, Recompute recompute) {
 
 template <class T>
 void check_same_bits(const char* type) {
-  for (const Variant& v : variants())
+  for (const Variant& v : test::state_changing_variants())
     for (Schedule s : {Schedule::plain, Schedule::skip, Schedule::swap}) {
       BOOST_TEST_CONTEXT(v.name() << ", " << type << ", schedule " << int(s)) {
         const ModelConfig c = config_of(v, 4);
@@ -130,7 +110,7 @@ BOOST_AUTO_TEST_CASE(recomputed_blocks_give_the_same_bits_in_double) {
 }
 
 BOOST_AUTO_TEST_CASE(a_forward_alone_runs_under_recompute) {
-  for (const Variant& v : variants()) {
+  for (const Variant& v : test::state_changing_variants()) {
     BOOST_TEST_CONTEXT(v.name()) {
       const ModelConfig c = config_of(v, 3);
       std::vector<int32_t> tokens(2 * 5, 1);
