@@ -3,8 +3,8 @@
 // doc/performance.md: the attention and FFN cores store bf16 and compute in fp32, everything
 // around them is fp32). Same weights and batch → the same loss and, unless a rounding flipped,
 // the same whole gradient to fp32 rounding; and clearly farther from the reference's fp32 mode,
-// so that the check could not pass a model that rounds nothing or rounds elsewhere. Every design
-// but MoDA, whose depth gradients the emulation leaves out (tests/reference/README.md).
+// so that the check could not pass a model that rounds nothing or rounds elsewhere. Every design;
+// MoDA with 3 blocks, so that a depth entry has two readers whose gradients are added in bf16.
 //
 // Why several seeds per design: an fp32 result that differs from PyTorch's in its last bit
 // rounds to the neighbouring bf16 value when it lies next to a rounding tie. That one flip (a
@@ -45,16 +45,21 @@ constexpr double kLossTolerance = 1e-5, kGradientTolerance = 1e-5;
 
 struct Case {
   std::string arch;
-  bool gqa_qk_norm;  // n_kv_head = n_head / 2 and QK-norm
-  std::string name() const { return arch + (gqa_qk_norm ? " gqa+qk_norm" : ""); }
+  bool gqa_qk_norm;    // n_kv_head = n_head / 2 and QK-norm
+  std::string option;  // a boolean design option set to true, or none
+  std::string name() const {
+    return arch + (gqa_qk_norm ? " gqa+qk_norm" : "") + (option.empty() ? "" : " " + option);
+  }
 };
 
-// pre_ln both ways (the cores' two attention paths); every other design the emulation covers
-// with GQA and QK-norm.
+// pre_ln both ways (the cores' two attention paths); every other design with GQA and QK-norm;
+// MoDA also with its options that change what the depth entries hold or read.
 std::vector<Case> cases() {
-  std::vector<Case> v = {{"pre_ln", false}, {"pre_ln", true}};
+  std::vector<Case> v = {{"pre_ln", false, ""}, {"pre_ln", true, ""}};
   for (const DesignInfo& d : all_designs())
-    if (d.name != "pre_ln" && d.name != "moda") v.push_back({d.name, true});
+    if (d.name != "pre_ln") v.push_back({d.name, true, ""});
+  v.push_back({"moda", true, "moda_rope_depth_keys"});
+  v.push_back({"moda", true, "moda_post_norm"});
   return v;
 }
 
@@ -63,13 +68,14 @@ std::vector<Case> cases() {
 ModelConfig config_of(const Case& k) {
   ModelConfig c;
   c.arch = k.arch;
-  c.n_layer = 2;
+  c.n_layer = k.arch == "moda" ? 3 : 2;
   c.d_model = 64;
   c.n_head = 4;
   c.n_kv_head = k.gqa_qk_norm ? 2 : 4;
   c.qk_norm = k.gqa_qk_norm;
   c.vocab_size = 37;
   if (k.arch == "attnres_block") c.design_options = {{"attnres_block_size", "2"}};  // 2L = 4
+  if (!k.option.empty()) c.design_options[k.option] = "true";
   return c;
 }
 

@@ -318,24 +318,34 @@ def stored(t):
 
 
 class _StoredOutputAttention(torch.autograd.Function):
-    """out = softmax(scores) v, whose backward takes the softmax's row term D = rowsum(dO * o) from
-    the stored (bf16-rounded) output o, as a fused attention backward does (it is handed only the
-    stored o), where autograd would use rowsum(dP * P) = rowsum(dO * unrounded o)."""
+    """out = softmax(scores) [v; Vd], whose backward takes the softmax's row term
+    D = rowsum(dO * o) from the stored (bf16-rounded) output o, as a fused attention backward does
+    (it is handed only the stored o), where autograd would use rowsum(dP * P) = rowsum(dO * o) with
+    the unrounded o. scores [B, H, T, S + M]: S sequence keys (values vx [B, S, H, hd]), then M
+    same-token depth entries of MoDA (values Vd [B, T, M, H, hd]; None: M = 0)."""
 
     @staticmethod
-    def forward(ctx, scores, v):
-        prob = torch.softmax(scores, dim=-1)                                 # [B, H, T, S]
-        out = torch.einsum("bhts,bshe->bthe", prob, v)
-        ctx.save_for_backward(prob, v, _to_bf16(out))
+    def forward(ctx, scores, vx, Vd=None):
+        prob = torch.softmax(scores, dim=-1)                                 # [B, H, T, S + M]
+        S = vx.shape[1]
+        out = torch.einsum("bhts,bshe->bthe", prob[..., :S], vx)
+        if Vd is not None:
+            out = out + torch.einsum("bhtm,btmhe->bthe", prob[..., S:], Vd)
+        ctx.save_for_backward(prob, vx, Vd, _to_bf16(out))
         return out
 
     @staticmethod
     def backward(ctx, d_out):
-        prob, v, out_stored = ctx.saved_tensors
-        dv = torch.einsum("bhts,bthe->bshe", prob, d_out)
-        dprob = torch.einsum("bthe,bshe->bhts", d_out, v)
+        prob, vx, Vd, out_stored = ctx.saved_tensors
+        S = vx.shape[1]
+        dvx = torch.einsum("bhts,bthe->bshe", prob[..., :S], d_out)
+        dprob = torch.einsum("bthe,bshe->bhts", d_out, vx)
+        dVd = None
+        if Vd is not None:
+            dVd = torch.einsum("bhtm,bthe->btmhe", prob[..., S:], d_out)
+            dprob = torch.cat([dprob, torch.einsum("bthe,btmhe->bhtm", d_out, Vd)], dim=-1)
         row = (d_out * out_stored).sum(-1).transpose(1, 2)[..., None]         # [B, H, T, 1]
-        return prob * (dprob - row), dv
+        return prob * (dprob - row), dvx, dVd
 
 
 class _SharedInputProducts(torch.autograd.Function):
@@ -374,10 +384,6 @@ class DepthBenchReference(torch.nn.Module):
         self.bf16 = activation_dtype == "bf16"
         if self.bf16 and dtype != torch.float32:
             raise ValueError("activation_dtype bf16 computes in float32: use dtype float32")
-        if self.bf16 and self.cfg["arch"] == "moda":
-            # MoDA's depth K/V feed every later block: their gradient is rounded once per
-            # consumer before the sum, which a per-tensor autograd rounding does not reproduce.
-            raise ValueError("activation_dtype bf16 is not emulated for moda")
         specs = parameter_specs(self.cfg)
         if params is None:
             params = init_parameters(self.cfg, seed, dtype)
@@ -423,6 +429,13 @@ class DepthBenchReference(torch.nn.Module):
         """A tensor the core stores (q, k after QK-norm and RoPE, the attention output, SwiGLU's h)."""
         return stored(t) if self.bf16 else t
 
+    def one_use(self, t):
+        """A stored tensor as one of its several readers sees it: with bf16, the gradient this
+        reader sends back is stored (rounded) before it is added to the others'. MoDA's depth
+        entries k, v have more than one reader; for a single reader the rounding repeats the
+        stored tensor's own (rounding a bf16 value again changes nothing)."""
+        return round_gradient(t) if self.bf16 else t
+
     def core_output(self, o, name):
         """o W^T, the core's fp32 output."""
         if not self.bf16:
@@ -446,25 +459,30 @@ class DepthBenchReference(torch.nn.Module):
         if c["qk_norm"]:   # RMSNorm over head_dim before RoPE (Qwen3)
             q = self.keep(rms_norm(q, P[pre + "q_norm"], c["norm_eps"]))
             k = self.keep(rms_norm(k, P[pre + "k_norm"], c["norm_eps"]))
-        qr, kr = self.keep(rope(q, c["rope_theta"])), self.keep(rope(k, c["rope_theta"]))
+        # k and v may also be MoDA depth entries (returned), k before or after RoPE: their own
+        # attention is then one reader of several (one_use).
+        qr = self.keep(rope(q, c["rope_theta"]))
+        kr = self.keep(rope(self.one_use(k), c["rope_theta"]))
         group = H // Hkv                       # query head h uses kv head h // group
-        kx, vx = kr.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+        kx = self.one_use(kr).repeat_interleave(group, dim=2)
+        vx = self.one_use(v).repeat_interleave(group, dim=2)
         scale = 1.0 / math.sqrt(hd)
         scores = torch.einsum("bthe,bshe->bhts", qr, kx) * scale            # [B, H, T, T]
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         scores = scores.masked_fill(~causal, float("-inf"))
-        if depth is None and self.bf16:
-            out = _StoredOutputAttention.apply(scores, vx)
-        elif depth is None:
-            prob = torch.softmax(scores, dim=-1)
-            out = torch.einsum("bhts,bshe->bthe", prob, vx)
-        else:
+        Vd = None
+        if depth is not None:
             Kd, Vd = depth
             Kd, Vd = Kd.repeat_interleave(group, dim=3), Vd.repeat_interleave(group, dim=3)
             dscores = torch.einsum("bthe,btmhe->bhtm", qr, Kd) * scale      # [B, H, T, M]
-            prob = torch.softmax(torch.cat([scores, dscores], dim=-1), dim=-1)  # one joint softmax
-            out = (torch.einsum("bhts,bshe->bthe", prob[..., :T], vx)
-                   + torch.einsum("bhtm,btmhe->bthe", prob[..., T:], Vd))
+            scores = torch.cat([scores, dscores], dim=-1)                   # one joint softmax
+        if self.bf16:
+            out = _StoredOutputAttention.apply(scores, vx, Vd)
+        else:
+            prob = torch.softmax(scores, dim=-1)
+            out = torch.einsum("bhts,bshe->bthe", prob[..., :T], vx)
+            if Vd is not None:
+                out = out + torch.einsum("bhtm,btmhe->bthe", prob[..., T:], Vd)
         out = self.core_output(self.keep(out).reshape(B, T, H * hd), pre + "wo")
         return out, k, kr, v
 
@@ -536,6 +554,9 @@ class DepthBenchReference(torch.nn.Module):
             pre = "blocks.%d." % i
             depth = None
             if i > 0:        # block 0 is plain attention
+                # Each reader of an entry adds its gradient to the entry's stored (bf16) gradient,
+                # later blocks first: a chain of one_use per reader rounds after every addition.
+                dk, dv = [self.one_use(e) for e in dk], [self.one_use(e) for e in dv]
                 depth = (torch.stack(dk, dim=2), torch.stack(dv, dim=2))
             if c["moda_post_norm"]:   # h = N(x + MoDAAttn(x)), x' = N(h + FFN(h))
                 a_in = x
@@ -555,10 +576,10 @@ class DepthBenchReference(torch.nn.Module):
             dv.append(v)
             # (b) K/V projections of block i's normalised FFN input (none for the last block)
             if i < L - 1:
-                kf = (u @ self.p[pre + "moda_wk_ffn"].T).view(B, T, Hkv, hd)
-                vf = (u @ self.p[pre + "moda_wv_ffn"].T).view(B, T, Hkv, hd)
-                if c["moda_rope_depth_keys"]:
-                    kf = rope(kf, theta)
+                kf, vf = self.core_products(u, [pre + "moda_wk_ffn", pre + "moda_wv_ffn"])
+                kf, vf = kf.view(B, T, Hkv, hd), vf.view(B, T, Hkv, hd)
+                if c["moda_rope_depth_keys"]:   # stored rotated; its gradient after the inverse
+                    kf = round_bf16(rope(kf, theta)) if self.bf16 else rope(kf, theta)
                 dk.append(kf)
                 dv.append(vf)
             trace.setdefault("stream", []).append(x)
