@@ -71,9 +71,11 @@ struct Combine {
 
 // Combine followed by the sublayer's pre-norm, one row r (a warp on a GPU): x[r] = Σ_s w_rs·H[r, s]
 // as Combine, rstd[r] = 1/√(mean_e x[r, e]² + eps) and u[r, e] = gain[e]·x[r, e]·rstd[r] (no gain:
-// 1) as the backends' RMSNorm forward, while the combined value is still in a register: the norm
-// does not read x back from memory. x and rstd are kept for the norm's backward. On the host the
-// sums run in the order of Combine and of cpu::rmsnorm_forward, so the bits are theirs.
+// 1) as the backends' RMSNorm forward. The sum of squares takes each combined value from its
+// register, and the output loop reads back only the values its own lane has just written (a
+// cache hit), not a row that a second kernel loads again. x and rstd are kept for the norm's
+// backward. On the host the sums run in the order of Combine and of cpu::rmsnorm_forward, so the
+// bits are theirs.
 template <class T>
 struct CombineNorm {
   T *x, *u, *rstd;
