@@ -100,6 +100,23 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
   combine_streams(MemorySpace::host, combined.cpu(), H.cpu(), weights.cpu(), stride, rows, n, d);
   combine_streams(cuda::cuda_memory_space(), combined.gpu(), H.gpu(), weights.gpu(), stride, rows, n, d);
   BOOST_TEST(close("combine_streams", combined));
+  // The combine fused with the sublayer's pre-norm (a warp per row on the GPU), gain and none.
+  Pair gain(b.random(d, 0.3));
+  for (float& v : gain.host) v += 1.f;
+  gain.device.upload(gain.host);
+  for (bool with_gain : {true, false}) {
+    Pair fused_x(zeros(single)), fused_u(zeros(single)), fused_rstd(zeros(rows));
+    const float* gain_cpu = with_gain ? gain.cpu() : nullptr;
+    const float* gain_gpu = with_gain ? gain.gpu() : nullptr;
+    combine_streams_rmsnorm(MemorySpace::host, fused_x.cpu(), fused_u.cpu(), fused_rstd.cpu(),
+                            H.cpu(), weights.cpu(), stride, gain_cpu, 1e-5, rows, n, d);
+    combine_streams_rmsnorm(cuda::cuda_memory_space(), fused_x.gpu(), fused_u.gpu(),
+                            fused_rstd.gpu(), H.gpu(), weights.gpu(), stride, gain_gpu, 1e-5, rows,
+                            n, d);
+    BOOST_TEST(close("combine_streams_rmsnorm x", fused_x));
+    BOOST_TEST(close("combine_streams_rmsnorm u", fused_u));
+    BOOST_TEST(close("combine_streams_rmsnorm rstd", fused_rstd));
+  }
   combine_streams_backward(MemorySpace::host, dweights.cpu(), dH.cpu(), x.cpu(), H.cpu(),
                            weights.cpu(), stride, rows, n, d);
   combine_streams_backward(cuda::cuda_memory_space(), dweights.gpu(), dH.gpu(), x.gpu(), H.gpu(),

@@ -171,9 +171,9 @@ class HyperConnections : public ResidualDesign<T>,
     for_each_index(ops.space(), R,
                    HcCoefficient<T>{c.beta.data(), c.tb.data(), net.value(id.static_beta),
                                     net.value(id.s_beta), n});
-    // x_in = Σ_s α[s,0]·H[s], then the sublayer's own pre-norm.
-    combine_streams(ops.space(), c.x_in.data(), H, c.alpha.data(), n1, rows, n, d);
-    net.rmsnorm_forward(id.gain, c.x_in.data(), c.u.data(), c.pre_norm, rows, d);
+    // x_in = Σ_s α[s,0]·H[s] and the sublayer's own pre-norm of it, in one pass.
+    combine_streams_normed(net, id.gain, c.x_in.data(), c.u.data(), c.pre_norm, H, c.alpha.data(),
+                           n1, n);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
     else

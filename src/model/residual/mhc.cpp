@@ -174,9 +174,9 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
                    MhcCoefficients<T>{c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
                                       net.value(id.gates), net.value(id.bias), n});
     sinkhorn_forward(ops.space(), c.res.data(), c.res_logits.data(), sinkhorn_shape(rows));
-    // x_in = Σ_s H_pre[s]·X[s], then the sublayer's own pre-norm.
-    combine_streams(ops.space(), c.x_in.data(), X, c.pre.data(), 1, rows, n, d);
-    net.rmsnorm_forward(id.gain, c.x_in.data(), c.u.data(), c.pre_norm, rows, d);
+    // x_in = Σ_s H_pre[s]·X[s] and the sublayer's own pre-norm of it, in one pass.
+    combine_streams_normed(net, id.gain, c.x_in.data(), c.u.data(), c.pre_norm, X, c.pre.data(), 1,
+                           n);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
     else

@@ -5,6 +5,7 @@
 // d-long dot products, so results do not depend on the thread count. The dot products share
 // their row among lanes (a warp on a GPU, one lane on the host: ops/launch.hpp).
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "core/host_device.hpp"
@@ -65,6 +66,38 @@ struct Combine {
     T sum = T(0);
     for (int s = 0; s < n; ++s) sum += weights[(r * n + s) * stride] * H[(r * n + s) * d + e];
     x[r * d + e] = sum;
+  }
+};
+
+// Combine followed by the sublayer's pre-norm, one row r (a warp on a GPU): x[r] = Σ_s w_rs·H[r, s]
+// as Combine, rstd[r] = 1/√(mean_e x[r, e]² + eps) and u[r, e] = gain[e]·x[r, e]·rstd[r] (no gain:
+// 1) as the backends' RMSNorm forward. The sum of squares takes each combined value from its
+// register, and the output loop reads back only the values its own lane has just written (a
+// cache hit), not a row that a second kernel loads again. x and rstd are kept for the norm's
+// backward. On the host the sums run in the order of Combine and of cpu::rmsnorm_forward, so the
+// bits are theirs.
+template <class T>
+struct CombineNorm {
+  T *x, *u, *rstd;
+  const T *H, *weights, *gain;
+  int stride, n, d;
+  double eps;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    using std::sqrt;
+    T* xr = x + r * d;
+    double sum_sq = 0;
+    for (int e = lanes.first(); e < d; e += lanes.step()) {
+      T sum = T(0);
+      for (int s = 0; s < n; ++s) sum += weights[(r * n + s) * stride] * H[(r * n + s) * d + e];
+      xr[e] = sum;
+      sum_sq += double(sum) * sum;
+    }
+    const T r_std = T(1.0 / sqrt(lanes.sum(sum_sq) / d + eps));
+    if (lanes.leader()) rstd[r] = r_std;
+    T* ur = u + r * d;
+    for (int e = lanes.first(); e < d; e += lanes.step())
+      ur[e] = (gain ? gain[e] : T(1)) * xr[e] * r_std;
   }
 };
 
@@ -173,6 +206,15 @@ template <class T>
 void combine_streams(MemorySpace space, T* x, const T* H, const T* weights, int stride,
                      int64_t rows, int n, int d) {
   for_each_row_element(space, rows, d, stream_kernels::Combine<T>{x, H, weights, stride, n, d});
+}
+
+// combine_streams, then u[r] = RMSNorm(x[r])·gain (gain null: none) with rstd[r], in one pass
+// over each row (CombineNorm); x, u, rstd overwritten.
+template <class T>
+void combine_streams_rmsnorm(MemorySpace space, T* x, T* u, T* rstd, const T* H, const T* weights,
+                             int stride, const T* gain, double eps, int64_t rows, int n, int d) {
+  for_each_row_lanes(
+      space, rows, stream_kernels::CombineNorm<T>{x, u, rstd, H, weights, gain, stride, n, d, eps});
 }
 
 // Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] +=

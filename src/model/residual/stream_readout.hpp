@@ -53,6 +53,21 @@ void stream_readout_backward(Backbone<T>& net, StreamReadout mode, const T* dfea
   broadcast_streams(net.ops().space(), dstate, dreduced.data(), rows, n, d);
 }
 
+// A sublayer's input x[r] = Σ_s w_rs·H[r, s] (w_rs = weights[(r·n + s)·stride]) and the core's
+// input u = RMSNorm(x)·gain in one pass over each row (combine_streams_rmsnorm), with `cache`
+// filled as Backbone::rmsnorm_forward fills it: net.rmsnorm_backward(gain_id, …, cache, …) is
+// the norm's backward. The same bits on the host as combine_streams then net.rmsnorm_forward.
+template <class T>
+void combine_streams_normed(Backbone<T>& net, int gain_id, T* x, T* u, NormCache<T>& cache,
+                            const T* H, const T* weights, int stride, int n) {
+  const int64_t rows = net.rows();
+  cache.x = x;
+  cache.rstd.resize(rows);
+  combine_streams_rmsnorm(net.ops().space(), x, u, cache.rstd.data(), H, weights, stride,
+                          gain_id >= 0 ? net.value(gain_id) : static_cast<const T*>(nullptr),
+                          net.config().norm_eps, rows, n, net.d());
+}
+
 // The n-stream state for the layer loop (layer_loop.hpp): H_0 = n copies of the embedding,
 // depth states of width n·d, the readout `mode`, dx0 = Σ_s dH[s]. A design adds its sublayers,
 // which take the state they read with take_input (kept, not copied, until the backward), write
