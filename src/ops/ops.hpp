@@ -58,7 +58,7 @@ class Ops {
   // RMSNorm"): sum = alpha·x + branch (overwritten; sum may be branch itself, the add in place),
   // then y, rstd (and mean) as rmsnorm_forward (layernorm_forward) of sum. The same values as
   // that norm after the add axpby(branch, 1, x, 1) (alpha = 1) or axpby(sum, 1, branch, alpha)
-  // on a copy of x in sum, bit for bit on the CPU; the sum is written once and not read back.
+  // on a copy of x in sum, bit for bit (CPU and CUDA); the sum is written once, not read back.
   virtual void add_rmsnorm_forward(T* sum, T* y, T* rstd, const T* x, const T* branch, T alpha,
                                    const T* gain, int64_t rows, int width, double eps) = 0;
   virtual void add_layernorm_forward(T* sum, T* y, T* mean, T* rstd, const T* x, const T* branch,

@@ -54,12 +54,11 @@ void check(bool layernorm) {
         cuda::DeviceBuffer<float> own_d(count), y_d(count), mean_d(s.N), rstd_d(s.N);
         float* gpu_sum = in_place ? branch_d.data() : own_d.data();
         if (layernorm)
-          cuda::add_layernorm_forward(gpu_sum, y_d.data(), mean_d.data(), rstd_d.data(),
-                                      x_d.data(), branch_d.data(), alpha, g_d.data(), s.N, s.d,
-                                      kEps);
+          cuda::add_layernorm_forward(gpu_sum, y_d.data(), mean_d.data(), rstd_d.data(), x_d.data(),
+                                      branch_d.data(), alpha, g_d.data(), s.N, s.d, kEps);
         else
-          cuda::add_rmsnorm_forward(gpu_sum, y_d.data(), rstd_d.data(), x_d.data(),
-                                    branch_d.data(), alpha, g_d.data(), s.N, s.d, kEps);
+          cuda::add_rmsnorm_forward(gpu_sum, y_d.data(), rstd_d.data(), x_d.data(), branch_d.data(),
+                                    alpha, g_d.data(), s.N, s.d, kEps);
         const Vec fused_sum = in_place ? branch_d.download() : own_d.download();
         const Vec fused_y = y_d.download(), fused_rstd = rstd_d.download();
         BOOST_TEST(within("sum vs cpu", relative_error(fused_sum, sum), kFp32Tolerance));
@@ -81,8 +80,8 @@ void check(bool layernorm) {
           cuda::layernorm_forward(pair_y_d.data(), pair_mean_d.data(), pair_rstd_d.data(),
                                   pair_sum_d.data(), g_d.data(), s.N, s.d, kEps);
         else
-          cuda::rmsnorm_forward(pair_y_d.data(), pair_rstd_d.data(), pair_sum_d.data(),
-                                g_d.data(), s.N, s.d, kEps);
+          cuda::rmsnorm_forward(pair_y_d.data(), pair_rstd_d.data(), pair_sum_d.data(), g_d.data(),
+                                s.N, s.d, kEps);
         BOOST_TEST(same_bits(fused_sum, pair_sum_d.download()));
         BOOST_TEST(same_bits(fused_y, pair_y_d.download()));
         BOOST_TEST(same_bits(fused_rstd, pair_rstd_d.download()));

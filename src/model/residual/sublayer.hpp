@@ -116,8 +116,7 @@ class SublayerStack : public SingleStream<T> {
       net.add_layernorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
                                 net.d());
     else
-      net.add_rmsnorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
-                              net.d());
+      net.add_rmsnorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows, net.d());
     x_ = c.out_y.data();
   }
 

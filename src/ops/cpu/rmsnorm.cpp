@@ -138,16 +138,16 @@ void layernorm_backward(T* dx, T* dg, const T* dy, const T* x, const T* g, const
   if (dg) add_chunk_partials(dg, dg_partial, chunks, d);
 }
 
-#define DB_INSTANTIATE(T)                                                                         \
-  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int, double);             \
-  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int, \
-                                    bool);                                                        \
-  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, int64_t, int, double);       \
+#define DB_INSTANTIATE(T)                                                                          \
+  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int, double);              \
+  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int,  \
+                                    bool);                                                         \
+  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, int64_t, int, double);        \
   template void add_rmsnorm_forward<T>(T*, T*, T*, const T*, const T*, T, const T*, int64_t, int,  \
                                        double);                                                    \
   template void add_layernorm_forward<T>(T*, T*, T*, T*, const T*, const T*, T, const T*, int64_t, \
                                          int, double);                                             \
-  template void layernorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, const T*,   \
+  template void layernorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, const T*,    \
                                       int64_t, int, bool);
 DB_INSTANTIATE(float)
 DB_INSTANTIATE(double)

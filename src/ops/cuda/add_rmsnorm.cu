@@ -14,9 +14,8 @@ using detail::norm_row_forward;
 // thread writes it.
 template <bool kLayerNorm>
 __global__ void add_norm_forward_kernel(float* sum, float* __restrict__ y,
-                                        float* __restrict__ mean_out,
-                                        float* __restrict__ rstd_out, const float* x,
-                                        const float* branch, float alpha,
+                                        float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                        const float* x, const float* branch, float alpha,
                                         const float* __restrict__ g, int d, float eps) {
   extern __shared__ float row_sum[];  // d floats
   __shared__ float scratch[32];
