@@ -118,6 +118,28 @@ void Backbone<T>::layernorm_backward(int gain_id, const T* dy, T* dx, NormCache<
 }
 
 template <class T>
+void Backbone<T>::add_rmsnorm_forward(int gain_id, T* sum, const T* x, const T* branch,
+                                      double alpha, T* y, NormCache<T>& cache, int64_t rows,
+                                      int width) {
+  cache.x = sum;
+  cache.rstd.resize(rows);
+  ops_.add_rmsnorm_forward(sum, y, cache.rstd.data(), x, branch, T(alpha),
+                           gain_id >= 0 ? value(gain_id) : nullptr, rows, width, config_.norm_eps);
+}
+
+template <class T>
+void Backbone<T>::add_layernorm_forward(int gain_id, T* sum, const T* x, const T* branch,
+                                        double alpha, T* y, NormCache<T>& cache, int64_t rows,
+                                        int width) {
+  cache.x = sum;
+  cache.rstd.resize(rows);
+  cache.mean.resize(rows);
+  ops_.add_layernorm_forward(sum, y, cache.mean.data(), cache.rstd.data(), x, branch, T(alpha),
+                             gain_id >= 0 ? value(gain_id) : nullptr, rows, width,
+                             config_.norm_eps);
+}
+
+template <class T>
 void Backbone<T>::observe_sublayer(int k, const T* input, const T* output, int width) {
   if (!observer || !observer->sublayer) return;
   if (width < 0) width = d();

@@ -112,6 +112,12 @@ class Backbone {
                          int width);
   void layernorm_backward(int gain_id, const T* dy, T* dx, NormCache<T>& cache, int64_t rows,
                           int width, bool accumulate_dx = false);
+  // The residual add before a norm in the same pass (ops.hpp, add_rmsnorm_forward): sum =
+  // alpha·x + branch (sum may be branch), then the norm of sum into y, sum kept as its input.
+  void add_rmsnorm_forward(int gain_id, T* sum, const T* x, const T* branch, double alpha, T* y,
+                           NormCache<T>& cache, int64_t rows, int width);
+  void add_layernorm_forward(int gain_id, T* sum, const T* x, const T* branch, double alpha, T* y,
+                             NormCache<T>& cache, int64_t rows, int width);
 
   // --- observation -------------------------------------------------------------------------
   ForwardObserver<T>* observer = nullptr;

@@ -54,6 +54,16 @@ class Ops {
   virtual void layernorm_backward(T* dx, T* dgain, const T* dy, const T* x, const T* gain,
                                   const T* mean, const T* rstd, int64_t rows, int width,
                                   bool accumulate_dx) = 0;
+  // The residual add and the norm after it in one pass (doc/performance.md, "Residual add +
+  // RMSNorm"): sum = alpha·x + branch (overwritten; sum may be branch itself, the add in place),
+  // then y, rstd (and mean) as rmsnorm_forward (layernorm_forward) of sum. The same values as
+  // that norm after the add axpby(branch, 1, x, 1) (alpha = 1) or axpby(sum, 1, branch, alpha)
+  // on a copy of x in sum, bit for bit (CPU and CUDA); the sum is written once, not read back.
+  virtual void add_rmsnorm_forward(T* sum, T* y, T* rstd, const T* x, const T* branch, T alpha,
+                                   const T* gain, int64_t rows, int width, double eps) = 0;
+  virtual void add_layernorm_forward(T* sum, T* y, T* mean, T* rstd, const T* x, const T* branch,
+                                     T alpha, const T* gain, int64_t rows, int width,
+                                     double eps) = 0;
 
   // --- attention sublayer pieces --------------------------------------------------------------
   // Rotary embedding in place on x [batch·seq_len, heads, head_dim] (rotate-half pairs (i,

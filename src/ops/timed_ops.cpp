@@ -51,6 +51,18 @@ class TimedOps final : public Ops<T> {
       inner_->layernorm_backward(dx, dgain, dy, x, gain, mean, rstd, rows, width, accumulate_dx);
     });
   }
+  void add_rmsnorm_forward(T* sum, T* y, T* rstd, const T* x, const T* branch, T alpha,
+                           const T* gain, int64_t rows, int width, double eps) override {
+    timed("add_rmsnorm_forward", [&] {
+      inner_->add_rmsnorm_forward(sum, y, rstd, x, branch, alpha, gain, rows, width, eps);
+    });
+  }
+  void add_layernorm_forward(T* sum, T* y, T* mean, T* rstd, const T* x, const T* branch, T alpha,
+                             const T* gain, int64_t rows, int width, double eps) override {
+    timed("add_layernorm_forward", [&] {
+      inner_->add_layernorm_forward(sum, y, mean, rstd, x, branch, alpha, gain, rows, width, eps);
+    });
+  }
   void rope(T* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
             bool inverse) override {
     timed(inverse ? "rope_backward" : "rope_forward",

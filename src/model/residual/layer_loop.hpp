@@ -35,7 +35,9 @@ class LayerMixing {
   // Builds the state from the embedding x0 [rows, d].
   virtual void begin_forward(Backbone<T>& net, const T* x0) = 0;
   // z_l, the state block l reads (l = L: the readout's input); called once per l, in order.
-  // A design whose blocks read a mix of earlier outputs (AttnRes) computes the mix here.
+  // A design whose blocks read a mix of earlier outputs (AttnRes) computes the mix here. data
+  // may be null when no observer reads depth states and the design has left a residual add
+  // for its next norm to do (SingleStream's pending add, stream.hpp).
   virtual DepthState<T> depth_state(Backbone<T>& net, int l) = 0;
   // Sublayer (p, ffn) up to its core: reads the state, runs the core, shows what it ran on.
   virtual SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) = 0;

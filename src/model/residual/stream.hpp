@@ -43,18 +43,27 @@ void release_unless(Buffer<T>& buffer, const T* keep) {
 // (forward), and update dx_ (backward). No sublayer overwrites the stream it read, so the norm
 // and core caches point at it instead of copying it (Backbone's NormCache), and the input of a
 // block is kept for train.recompute = blocks without a copy.
+//
+// A sublayer may leave its residual add x' = y + x pending (pending_ = y's buffer): the norm that
+// reads x' next then does the add in the same pass (stream_norm, ops.hpp add_rmsnorm_forward),
+// the next sublayer's or the final one, and writes x' into y's buffer. Every other reader of the
+// stream settles the add first (a plain add): an observed depth state, a saved block input.
 template <class T>
 class SingleStream : public LayerMixing<T> {
  public:
   void begin_forward(Backbone<T>& net, const T* x0) override {
     x0_.assign(x0, net.rows() * net.d());
     x_ = x0_.data();
+    pending_ = nullptr;
     block_input_.assign(net.n_layer(), nullptr);
   }
-  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override { return {x_, net.d()}; }
+  // Only the observers read z_l: without one a pending add stays pending, and data is null.
+  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override {
+    if (net.observer && net.observer->depth_state) settle(net);
+    return {pending_ ? nullptr : x_, net.d()};
+  }
   void readout_forward(Backbone<T>& net, T* features) override {
-    net.rmsnorm_forward(net.layout().id("final_norm"), x_, features, final_norm_, net.rows(),
-                        net.d());
+    stream_norm(net, net.layout().id("final_norm"), features, final_norm_);
   }
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
     dx_.resize(net.rows() * net.d());
@@ -65,13 +74,40 @@ class SingleStream : public LayerMixing<T> {
     net.ops().copy(dx0, dx_.data(), net.rows() * net.d());
   }
   // The block's input is the output buffer of an earlier sublayer (or x0_), kept by its owner.
-  void save_block_input(Backbone<T>&, int p) override { block_input_[p] = x_; }
-  void restore_block_input(Backbone<T>&, int p) override { x_ = block_input_[p]; }
+  void save_block_input(Backbone<T>& net, int p) override {
+    settle(net);
+    block_input_[p] = x_;
+  }
+  void restore_block_input(Backbone<T>&, int p) override {
+    x_ = block_input_[p];
+    pending_ = nullptr;
+  }
 
  protected:
+  // y = RMSNorm(x)·gain of the stream x, the pending add first in the same op.
+  void stream_norm(Backbone<T>& net, int gain, T* y, NormCache<T>& cache) {
+    if (pending_) {
+      // x' = 1·x + y: the same bits as y + x.
+      net.add_rmsnorm_forward(gain, pending_, x_, pending_, 1.0, y, cache, net.rows(), net.d());
+      x_ = pending_;
+      pending_ = nullptr;
+    } else {
+      net.rmsnorm_forward(gain, x_, y, cache, net.rows(), net.d());
+    }
+  }
+  // Does the pending add on its own: x_ is then the stream.
+  void settle(Backbone<T>& net) {
+    if (!pending_) return;
+    add_into(net.ops(), pending_, x_, net.rows() * net.d());
+    x_ = pending_;
+    pending_ = nullptr;
+  }
+
   // The stream [rows, d] the next sublayer reads: x0_ or an earlier sublayer's output buffer,
-  // unchanged until the backward. dx_: ∂loss/∂x of the sublayer being differentiated.
+  // unchanged until the backward; plus pending_ when that is not null. dx_: ∂loss/∂x of the
+  // sublayer being differentiated.
   const T* x_ = nullptr;
+  T* pending_ = nullptr;
   Buffer<T> dx_;
 
  private:
@@ -92,8 +128,7 @@ class PreNormStream : public SingleStream<T> {
     Sublayer& c = subs_[2 * p + ffn];
     c.u.resize(count);
     c.y.resize(count);
-    const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
-    net.rmsnorm_forward(gain, x_, c.u.data(), c.norm, net.rows(), net.d());
+    stream_norm(net, net.block_param(p, ffn ? "ffn_norm" : "attn_norm"), c.u.data(), c.norm);
     scale_into(net.ops(), c.u.data(), scale(net, p), count);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
@@ -102,12 +137,12 @@ class PreNormStream : public SingleStream<T> {
     return {c.u.data(), c.y.data()};
   }
 
-  // x' = y + x in y's buffer (the core's backward does not read its output): the same sum as
-  // x + y, and x stays as the norm's cache saw it.
+  // x' = y + x, to go in y's buffer (the core's backward does not read its output), is left
+  // pending for the norm that reads x' next (SingleStream::stream_norm). x stays as the norm's
+  // cache saw it.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
-    Sublayer& c = subs_[2 * p + ffn];
-    add_into(net.ops(), c.y.data(), x_, net.rows() * net.d());
-    x_ = c.y.data();
+    settle(net);  // nothing is pending here in the layer loop's order
+    pending_ = subs_[2 * p + ffn].y.data();
   }
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
@@ -125,7 +160,10 @@ class PreNormStream : public SingleStream<T> {
                          /*accumulate_dx=*/true);
   }
 
-  void release_block(Backbone<T>&, int p) override {
+  // The block's output, the state kept, is one buffer once its pending add is done (under
+  // train.recompute = blocks the add at the block's end is therefore not fused).
+  void release_block(Backbone<T>& net, int p) override {
+    settle(net);
     for (Sublayer* c : {&subs_[2 * p], &subs_[2 * p + 1]}) {
       c->norm.release();
       c->u = {};
@@ -135,7 +173,10 @@ class PreNormStream : public SingleStream<T> {
 
  private:
   using SingleStream<T>::x_;
+  using SingleStream<T>::pending_;
   using SingleStream<T>::dx_;
+  using SingleStream<T>::settle;
+  using SingleStream<T>::stream_norm;
 
   double scale(const Backbone<T>& net, int p) const {
     return block_scale_.empty() ? 1.0 : block_scale_[net.param_block(p)];

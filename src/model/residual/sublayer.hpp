@@ -91,27 +91,33 @@ class SublayerStack : public SingleStream<T> {
     }
     // sum = α·x + branch. The backward reads neither the branch (y without a branch norm: the
     // core's backward does not read its output) nor the norm's output, so with α = 1 the sum
-    // goes into the branch's buffer (branch + x: the same bits as x + branch). With α ≠ 1 into
-    // a copy of x, through the very axpby of an in-place x = α·x + branch (the same rounding).
+    // goes into the branch's buffer (branch + x: the same bits as x + branch); with α ≠ 1 into a
+    // buffer of its own, rounded as the axpby of an in-place x = α·x + branch. With N_out the
+    // add and the norm run as one op (DeepNorm, KEEL: ops.hpp add_rmsnorm_forward), which
+    // writes the sum once and gives the bits of the two steps.
     T* sum = branch;
-    if (f.alpha == 1.0) {
-      add_into(net.ops(), branch, x_, count);
-    } else {
+    if (f.alpha != 1.0) {
       c.sum.resize(count);
-      net.ops().copy(c.sum.data(), x_, count);
-      net.ops().axpby(c.sum.data(), T(1), branch, T(f.alpha), count);
       sum = c.sum.data();
     }
-    x_ = sum;
-    if (!f.out_norm.empty()) {
-      const int gain = net.block_param(p, f.out_norm);
-      c.out_y.resize(count);
-      if (f.out_layernorm)
-        net.layernorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
-      else
-        net.rmsnorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
-      x_ = c.out_y.data();
+    if (f.out_norm.empty()) {
+      if (f.alpha == 1.0) {
+        add_into(net.ops(), branch, x_, count);
+      } else {
+        net.ops().copy(sum, x_, count);
+        net.ops().axpby(sum, T(1), branch, T(f.alpha), count);
+      }
+      x_ = sum;
+      return;
     }
+    const int gain = net.block_param(p, f.out_norm);
+    c.out_y.resize(count);
+    if (f.out_layernorm)
+      net.add_layernorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
+                                net.d());
+    else
+      net.add_rmsnorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows, net.d());
+    x_ = c.out_y.data();
   }
 
   void release_block(Backbone<T>&, int p) override {

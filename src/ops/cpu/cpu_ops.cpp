@@ -75,6 +75,14 @@ class CpuOps final : public Ops<T> {
                           const T* rstd, int64_t rows, int width, bool accumulate_dx) override {
     cpu::layernorm_backward(dx, dgain, dy, x, gain, mean, rstd, rows, width, accumulate_dx);
   }
+  void add_rmsnorm_forward(T* sum, T* y, T* rstd, const T* x, const T* branch, T alpha,
+                           const T* gain, int64_t rows, int width, double eps) override {
+    cpu::add_rmsnorm_forward(sum, y, rstd, x, branch, alpha, gain, rows, width, eps);
+  }
+  void add_layernorm_forward(T* sum, T* y, T* mean, T* rstd, const T* x, const T* branch, T alpha,
+                             const T* gain, int64_t rows, int width, double eps) override {
+    cpu::add_layernorm_forward(sum, y, mean, rstd, x, branch, alpha, gain, rows, width, eps);
+  }
 
   void rope(T* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
             bool inverse) override {

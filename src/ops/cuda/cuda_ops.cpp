@@ -1,5 +1,6 @@
 #include "ops/cuda/cuda_ops.hpp"
 
+#include "ops/cuda/add_rmsnorm.hpp"
 #include "ops/cuda/attention_paths.hpp"
 #include "ops/cuda/cross_entropy.hpp"
 #include "ops/cuda/cuda_bf16_storage.hpp"
@@ -65,6 +66,17 @@ class CudaOps final : public Ops<float> {
                           int width, bool accumulate_dx) override {
     cuda::layernorm_backward(dx, dgain, dy, x, gain, mean, rstd, rows, width, accumulate_dx,
                              stream());
+  }
+  void add_rmsnorm_forward(float* sum, float* y, float* rstd, const float* x, const float* branch,
+                           float alpha, const float* gain, int64_t rows, int width,
+                           double eps) override {
+    cuda::add_rmsnorm_forward(sum, y, rstd, x, branch, alpha, gain, rows, width, eps, stream());
+  }
+  void add_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const float* x,
+                             const float* branch, float alpha, const float* gain, int64_t rows,
+                             int width, double eps) override {
+    cuda::add_layernorm_forward(sum, y, mean, rstd, x, branch, alpha, gain, rows, width, eps,
+                                stream());
   }
 
   // --- attention sublayer pieces ---

@@ -1,44 +1,29 @@
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/norm_row.cuh"
 #include "ops/cuda/rmsnorm.hpp"
 
 namespace db::cuda {
 namespace {
 using detail::block_sum;
 using detail::from_float;
+using detail::kNormForwardThreads;
+using detail::norm_row_forward;
 using detail::to_float;
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = 32;  // backward: rows per block, one dg partial per block
 
-// One block per row. layer_norm = false: RMSNorm (mean fixed at 0).
+// One block per row (norm_row.cuh). kLayerNorm = false: RMSNorm (mean fixed at 0).
 template <class TX, class TY, bool kLayerNorm>
 __global__ void norm_forward_kernel(TY* __restrict__ y, float* __restrict__ mean_out,
                                     float* __restrict__ rstd_out, const TX* __restrict__ x,
                                     const float* __restrict__ g, int d, float eps) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
-  const TX* xr = x + row * d;
-  float mu = 0.f;
-  if constexpr (kLayerNorm) {
-    float s = 0.f;
-    for (int j = threadIdx.x; j < d; j += blockDim.x) s += to_float(xr[j]);
-    mu = block_sum(s, scratch) / d;
-  }
-  float sq = 0.f;
-  for (int j = threadIdx.x; j < d; j += blockDim.x) {
-    const float v = to_float(xr[j]) - mu;
-    sq += v * v;
-  }
-  const float r = rsqrtf(block_sum(sq, scratch) / d + eps);
-  if (threadIdx.x == 0) {
-    rstd_out[row] = r;
-    if constexpr (kLayerNorm) mean_out[row] = mu;
-  }
-  TY* yr = y + row * d;
-  for (int j = threadIdx.x; j < d; j += blockDim.x)
-    yr[j] = from_float<TY>((g ? g[j] : 1.f) * (to_float(xr[j]) - mu) * r);
+  norm_row_forward<TX, TY, kLayerNorm>(y + row * d, kLayerNorm ? mean_out + row : nullptr,
+                                       rstd_out + row, x + row * d, g, d, eps, scratch);
 }
 
 // Rows [blockIdx.x·R, +R). RMSNorm: dx = r·ĝ − r³/d·x·Σ(ĝ⊙x), ĝ = g⊙dy.
@@ -130,7 +115,7 @@ void rmsnorm_forward(TY* y, float* rstd, const TX* x, const float* g, int64_t N,
                      cudaStream_t stream) {
   if (N <= 0) return;
   norm_forward_kernel<TX, TY, false>
-      <<<unsigned(N), kThreads, 0, stream>>>(y, nullptr, rstd, x, g, d, float(eps));
+      <<<unsigned(N), kNormForwardThreads, 0, stream>>>(y, nullptr, rstd, x, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -146,7 +131,7 @@ void layernorm_forward(TY* y, float* mean, float* rstd, const TX* x, const float
                        int d, double eps, cudaStream_t stream) {
   if (N <= 0) return;
   norm_forward_kernel<TX, TY, true>
-      <<<unsigned(N), kThreads, 0, stream>>>(y, mean, rstd, x, g, d, float(eps));
+      <<<unsigned(N), kNormForwardThreads, 0, stream>>>(y, mean, rstd, x, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 

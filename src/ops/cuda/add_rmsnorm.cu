@@ -1,0 +1,61 @@
+#include "ops/cuda/add_rmsnorm.hpp"
+#include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/norm_row.cuh"
+
+namespace db::cuda {
+namespace {
+using detail::kNormForwardThreads;
+using detail::norm_row_forward;
+
+// One block per row: the sum goes to global memory once and to shared memory, from which
+// norm_row_forward reads it (each thread its own columns: no barrier needed before). sum and
+// branch may alias, so neither is __restrict__; each element of branch is read before the same
+// thread writes it.
+template <bool kLayerNorm>
+__global__ void add_norm_forward_kernel(float* sum, float* __restrict__ y,
+                                        float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                        const float* x, const float* branch, float alpha,
+                                        const float* __restrict__ g, int d, float eps) {
+  extern __shared__ float row_sum[];  // d floats
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x, base = row * d;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) {
+    // axpby's rounding (elementwise.cu): alpha·x rounded, then the add; with alpha = 1 exactly
+    // branch + x. The _rn intrinsics keep the compiler from contracting this into an FMA.
+    const float s = __fadd_rn(__fmul_rn(alpha, x[base + j]), branch[base + j]);
+    sum[base + j] = s;
+    row_sum[j] = s;
+  }
+  norm_row_forward<float, float, kLayerNorm>(y + base, kLayerNorm ? mean_out + row : nullptr,
+                                             rstd_out + row, row_sum, g, d, eps, scratch);
+}
+
+template <bool kLayerNorm>
+void add_norm_forward(float* sum, float* y, float* mean, float* rstd, const float* x,
+                      const float* branch, float alpha, const float* g, int64_t N, int d,
+                      double eps, cudaStream_t stream) {
+  if (N <= 0) return;
+  const size_t smem = size_t(d) * sizeof(float);
+  if (smem > 48 * 1024)
+    CUDA_CHECK(cudaFuncSetAttribute(add_norm_forward_kernel<kLayerNorm>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  add_norm_forward_kernel<kLayerNorm><<<unsigned(N), kNormForwardThreads, smem, stream>>>(
+      sum, y, mean, rstd, x, branch, alpha, g, d, float(eps));
+  CUDA_CHECK_LAUNCH();
+}
+}  // namespace
+
+void add_rmsnorm_forward(float* sum, float* y, float* rstd, const float* x, const float* branch,
+                         float alpha, const float* g, int64_t N, int d, double eps,
+                         cudaStream_t stream) {
+  add_norm_forward<false>(sum, y, nullptr, rstd, x, branch, alpha, g, N, d, eps, stream);
+}
+
+void add_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const float* x,
+                           const float* branch, float alpha, const float* g, int64_t N, int d,
+                           double eps, cudaStream_t stream) {
+  add_norm_forward<true>(sum, y, mean, rstd, x, branch, alpha, g, N, d, eps, stream);
+}
+
+}  // namespace db::cuda

@@ -1,0 +1,127 @@
+// The residual add fused with the norm after it (ops.hpp add_rmsnorm_forward; stream.hpp's
+// pending add, sublayer.hpp's sum + N_out): which designs run it how often, counted through
+// the op timer's calls (ops/timed_ops.hpp), and that the fused path gives the bits of the
+// unfused one — a depth-state observer makes Pre-LN settle each block's add with a plain axpby
+// before the next norm, so an observed model runs the two-step path at every block boundary
+// and at the final norm.
+#define BOOST_TEST_MODULE fused_residual_norm
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "model/model.hpp"
+#include "ops/backend.hpp"
+
+using namespace db;
+
+namespace {
+
+constexpr int kLayers = 3, kBatch = 2, kSeq = 8;
+
+ModelConfig tiny_config(const std::string& arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.n_layer = kLayers;
+  c.d_model = 32;
+  c.n_head = 4;
+  c.vocab_size = 61;
+  return c;
+}
+
+std::vector<int32_t> tokens() {
+  Rng rng(11, "fused-residual-norm-test");
+  std::vector<int32_t> t(kBatch * kSeq);
+  for (int32_t& x : t) x = int32_t(rng.below(61));
+  return t;
+}
+
+// Calls of each op name in one forward and backward of `config` on the CPU in float.
+struct Run {
+  double loss = 0;
+  std::vector<float> grads;
+  std::vector<SectionTimer::Total> totals;
+  int64_t calls(const std::string& op) const {
+    for (const auto& t : totals)
+      if (t.section == op) return t.calls;
+    return 0;
+  }
+};
+
+Run run(const ModelConfig& config, Recompute recompute = Recompute::none,
+        bool observe_depth_states = false) {
+  Backend& cpu = find_backend("cpu");
+  std::unique_ptr<SectionTimer> timer = cpu.make_section_timer();
+  cpu.attach_section_timer(timer.get());
+  Model<float> model(config, cpu);
+  cpu.attach_section_timer(nullptr);
+  model.initialize(5);
+  model.set_recompute(recompute);
+  ForwardObserver<float> observer;
+  int observed = 0;
+  observer.depth_state = [&](int, const float* z, int64_t, int) { observed += z != nullptr; };
+  if (observe_depth_states) model.backbone().observer = &observer;
+  model.params().zero_grads();
+  const std::vector<int32_t> batch = tokens();
+  Run r;
+  r.loss = model.forward_backward(batch.data(), kBatch, kSeq, 1.0);
+  r.grads = model.params().grad_buffer().to_host();
+  r.totals = timer->totals();
+  if (observe_depth_states) BOOST_TEST(observed == kLayers + 1);  // every z_l, none null
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(pre_ln_and_lns_fuse_every_residual_add_with_the_next_norm) {
+  for (const char* arch : {"pre_ln", "lns"}) {
+    BOOST_TEST_CONTEXT(arch) {
+      const Run r = run(tiny_config(arch));
+      // 2L − 1 sublayer boundaries and the final norm; only block 0's first norm reads the
+      // embedding with nothing to add.
+      BOOST_TEST(r.calls("add_rmsnorm_forward") == 2 * kLayers);
+      BOOST_TEST(r.calls("rmsnorm_forward") == 1);
+      // No add on its own; LNS scales the norm outputs of blocks b ≥ 1 (s_0 = 1), forward and
+      // backward.
+      BOOST_TEST(r.calls("axpby") == (std::string(arch) == "lns" ? 4 * (kLayers - 1) : 0));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(observed_depth_states_settle_the_add_and_give_the_same_bits) {
+  const Run fused = run(tiny_config("pre_ln"));
+  const Run observed = run(tiny_config("pre_ln"), Recompute::none, /*observe=*/true);
+  // Each depth state z_1..z_L is settled by a plain add before the norm that follows it.
+  BOOST_TEST(observed.calls("add_rmsnorm_forward") == kLayers);
+  BOOST_TEST(observed.calls("rmsnorm_forward") == kLayers + 1);
+  BOOST_TEST(observed.calls("axpby") == kLayers);
+  BOOST_TEST(observed.loss == fused.loss);
+  BOOST_TEST(observed.grads == fused.grads, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(recomputed_blocks_fuse_inside_each_block_and_give_the_same_bits) {
+  const Run fused = run(tiny_config("pre_ln"));
+  const Run recomputed = run(tiny_config("pre_ln"), Recompute::blocks);
+  // The add at a block's end is settled so that the block keeps one buffer; the add inside
+  // the block is fused, in the forward and in the backward's re-run.
+  BOOST_TEST(recomputed.calls("add_rmsnorm_forward") == 2 * kLayers);
+  BOOST_TEST(recomputed.calls("rmsnorm_forward") == 2 * kLayers + 1);
+  BOOST_TEST(recomputed.loss == fused.loss);
+  BOOST_TEST(recomputed.grads == fused.grads, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(deepnorm_and_keel_add_and_post_norm_in_one_call) {
+  const Run deepnorm = run(tiny_config("deepnorm"));
+  BOOST_TEST(deepnorm.calls("add_layernorm_forward") == 2 * kLayers);
+  BOOST_TEST(deepnorm.calls("layernorm_forward") == 0);
+  BOOST_TEST(deepnorm.calls("copy") == 1);  // end_backward's dx0: no copy of x for α·x
+
+  ModelConfig rms = tiny_config("deepnorm");
+  rms.design_options["deepnorm_norm"] = "rmsnorm";
+  const Run deepnorm_rms = run(rms);
+  BOOST_TEST(deepnorm_rms.calls("add_rmsnorm_forward") == 2 * kLayers);
+
+  // KEEL: block 0's attention has no out-norm (plain Pre-LN add).
+  const Run keel = run(tiny_config("keel"));
+  BOOST_TEST(keel.calls("add_rmsnorm_forward") == 2 * kLayers - 1);
+}
