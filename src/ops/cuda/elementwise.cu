@@ -24,13 +24,15 @@ __global__ void convert_kernel(TD* dst, const TS* src, int64_t n) {
     load_pack<W>(src + p * W, v);
     store_pack<W>(dst + p * W, v);
   }
-  DB_GRID_STRIDE_LOOP_FROM(i, packs * W, n) { dst[i] = from_float<TD>(to_float(src[i])); }
+  DB_GRID_STRIDE_LOOP_FROM(i, packs * W, n) {
+    dst[i] = from_float<TD>(to_float(src[i]));
+  }
 }
 
 template <int W, class TD, class TS>
 void convert_launch(TD* dst, const TS* src, int64_t count, cudaStream_t stream) {
-  convert_kernel<W><<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(dst, src,
-                                                                                      count);
+  convert_kernel<W>
+      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(dst, src, count);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -76,8 +78,8 @@ __global__ void axpby_kernel(T* y, float a, const T* x, float b, int64_t n) {
 
 template <int W, class T>
 void axpby_launch(T* y, float a, const T* x, float b, int64_t count, cudaStream_t stream) {
-  axpby_kernel<W><<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(y, a, x, b,
-                                                                                    count);
+  axpby_kernel<W>
+      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(y, a, x, b, count);
   CUDA_CHECK_LAUNCH();
 }
 

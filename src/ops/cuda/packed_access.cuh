@@ -59,6 +59,6 @@ __device__ __forceinline__ void store_pack(T* p, const float (&v)[W]) {
 
 // for (i = begin + this thread's index; i < count; i += all threads of the grid): the values a
 // packed kernel leaves after its last whole pack.
-#define DB_GRID_STRIDE_LOOP_FROM(i, begin, count)                                          \
+#define DB_GRID_STRIDE_LOOP_FROM(i, begin, count)                                         \
   for (int64_t i = (begin) + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (count); \
        i += int64_t(gridDim.x) * blockDim.x)

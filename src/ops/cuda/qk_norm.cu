@@ -110,8 +110,8 @@ __global__ void __launch_bounds__(kThreads)
     qk_norm_backward_kernel(bf16* __restrict__ dx, float* __restrict__ dg_partial,
                             const bf16* __restrict__ dy, const bf16* __restrict__ dy_extra,
                             const bf16* __restrict__ x, const float* __restrict__ g,
-                            const float* __restrict__ rstd, int64_t rows, int d,
-                            bool accumulate_dx, RowRope rope) {
+                            const float* __restrict__ rstd, int64_t rows, int d, bool accumulate_dx,
+                            RowRope rope) {
   extern __shared__ float dg_terms[];  // dg_partial: dy [kRowsPerBlock][d], then x̂ likewise
   __shared__ float exchange[kWarps][kQkNormMaxWidth];  // kRope: dy of the row being rotated
   float* const dy_terms = dg_terms;
@@ -202,9 +202,8 @@ void forward(bf16* y, bf16* y_unrotated, float* rstd, const bf16* x, const float
   require_width(d, kRope);
   if (rows <= 0) return;
   const int64_t blocks = (rows + kWarps - 1) / kWarps;
-  qk_norm_forward_kernel<kRope>
-      <<<unsigned(blocks), kThreads, 0, stream>>>(y, y_unrotated, rstd, x, g, rows, d, float(eps),
-                                                  rope);
+  qk_norm_forward_kernel<kRope><<<unsigned(blocks), kThreads, 0, stream>>>(
+      y, y_unrotated, rstd, x, g, rows, d, float(eps), rope);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -243,16 +242,16 @@ void qk_norm_backward(bf16* dx, float* dg, const bf16* dy, const bf16* x, const 
 }
 
 void qk_norm_rope_forward(bf16* y, bf16* y_unrotated, float* rstd, const bf16* x, const float* g,
-                          const RopeTable& table, int64_t batch, int seq_len, int heads,
-                          double eps, cudaStream_t stream) {
+                          const RopeTable& table, int64_t batch, int seq_len, int heads, double eps,
+                          cudaStream_t stream) {
   const int d = table.head_dim;
   forward<true>(y, y_unrotated, rstd, x, g, batch * seq_len * heads, d, eps,
                 row_rope(table, seq_len, heads, false), stream);
 }
 
-void qk_norm_rope_backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra,
-                           const bf16* x, const float* g, const float* rstd, const RopeTable& table,
-                           int64_t batch, int seq_len, int heads, cudaStream_t stream) {
+void qk_norm_rope_backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra, const bf16* x,
+                           const float* g, const float* rstd, const RopeTable& table, int64_t batch,
+                           int seq_len, int heads, cudaStream_t stream) {
   const int d = table.head_dim;
   backward<true>(dx, dg, dy, dy_extra, x, g, rstd, batch * seq_len * heads, d, false,
                  row_rope(table, seq_len, heads, true), stream);

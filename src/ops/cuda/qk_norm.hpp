@@ -32,11 +32,11 @@ void qk_norm_backward(bf16* dx, float* dg, const bf16* dy, const bf16* x, const 
 
 // y = rope(norm(x)); y_unrotated (optional) = norm(x). x, y [batch·seq_len, heads, hd].
 void qk_norm_rope_forward(bf16* y, bf16* y_unrotated, float* rstd, const bf16* x, const float* g,
-                          const RopeTable& table, int64_t batch, int seq_len, int heads,
-                          double eps, cudaStream_t stream = nullptr);
+                          const RopeTable& table, int64_t batch, int seq_len, int heads, double eps,
+                          cudaStream_t stream = nullptr);
 // dx = norm'ᵀ(rope⁻¹(dy) + dy_extra) overwritten; dg added; dy_extra optional; dy unchanged.
-void qk_norm_rope_backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra,
-                           const bf16* x, const float* g, const float* rstd, const RopeTable& table,
-                           int64_t batch, int seq_len, int heads, cudaStream_t stream = nullptr);
+void qk_norm_rope_backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra, const bf16* x,
+                           const float* g, const float* rstd, const RopeTable& table, int64_t batch,
+                           int seq_len, int heads, cudaStream_t stream = nullptr);
 
 }  // namespace db::cuda

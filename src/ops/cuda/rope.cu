@@ -52,8 +52,8 @@ __global__ void rope_kernel(T* __restrict__ q, int q_heads, int64_t q_units, T* 
 }
 
 template <int W, class T>
-void rope_launch(T* q, int q_heads, T* k, int k_heads, const RopeTable& table, int64_t B,
-                 int T_len, bool inverse, cudaStream_t stream) {
+void rope_launch(T* q, int q_heads, T* k, int k_heads, const RopeTable& table, int64_t B, int T_len,
+                 bool inverse, cudaStream_t stream) {
   const int half = table.head_dim / 2;
   const int64_t q_units = B * T_len * q_heads * (half / W);
   const int64_t units = q_units + (k ? B * T_len * k_heads * (half / W) : 0);
@@ -129,16 +129,16 @@ void rope_apply(T* x, const RopeTable& table, int64_t B, int T_len, int heads, b
 }
 
 template <class T>
-void rope_apply_scalar(T* x, const RopeTable& table, int64_t B, int T_len, int heads,
-                       bool inverse, cudaStream_t stream) {
+void rope_apply_scalar(T* x, const RopeTable& table, int64_t B, int T_len, int heads, bool inverse,
+                       cudaStream_t stream) {
   CUDA_REQUIRE(T_len <= table.seq_len, "RoPE table shorter than the sequence");
   rope_launch<1>(x, heads, static_cast<T*>(nullptr), 0, table, B, T_len, inverse, stream);
 }
 
-#define DB_INSTANTIATE(T)                                                                       \
-  template void rope_apply<T>(T*, const RopeTable&, int64_t, int, int, bool, cudaStream_t);     \
-  template void rope_apply_qk<T>(T*, int, T*, int, const RopeTable&, int64_t, int, bool,        \
-                                 cudaStream_t);                                                 \
+#define DB_INSTANTIATE(T)                                                                   \
+  template void rope_apply<T>(T*, const RopeTable&, int64_t, int, int, bool, cudaStream_t); \
+  template void rope_apply_qk<T>(T*, int, T*, int, const RopeTable&, int64_t, int, bool,    \
+                                 cudaStream_t);                                             \
   template void rope_apply_scalar<T>(T*, const RopeTable&, int64_t, int, int, bool, cudaStream_t);
 DB_INSTANTIATE(float)
 DB_INSTANTIATE(bf16)

@@ -42,7 +42,7 @@ void rope_apply_qk(T* q, int q_heads, T* k, int k_heads, const RopeTable& table,
 // rope_apply one pair per thread whatever the alignment: the twin the packed kernel is tested
 // against (tests/gpu/cuda_packed_kernels_test.cpp).
 template <class T>
-void rope_apply_scalar(T* x, const RopeTable& table, int64_t B, int T_len, int heads,
-                       bool inverse, cudaStream_t stream = nullptr);
+void rope_apply_scalar(T* x, const RopeTable& table, int64_t B, int T_len, int heads, bool inverse,
+                       cudaStream_t stream = nullptr);
 
 }  // namespace db::cuda

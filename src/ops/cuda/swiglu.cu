@@ -116,11 +116,11 @@ void swiglu_backward_scalar(T* da, T* db, const T* dh, const T* a, const T* b, i
   if (count > 0) backward_launch<1>(da, db, dh, a, b, count, stream);
 }
 
-#define DB_INSTANTIATE(T)                                                                         \
-  template void swiglu_forward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                 \
-  template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, cudaStream_t);  \
-  template void swiglu_forward_scalar<T>(T*, const T*, const T*, int64_t, cudaStream_t);          \
-  template void swiglu_backward_scalar<T>(T*, T*, const T*, const T*, const T*, int64_t,          \
+#define DB_INSTANTIATE(T)                                                                        \
+  template void swiglu_forward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                \
+  template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, cudaStream_t); \
+  template void swiglu_forward_scalar<T>(T*, const T*, const T*, int64_t, cudaStream_t);         \
+  template void swiglu_backward_scalar<T>(T*, T*, const T*, const T*, const T*, int64_t,         \
                                           cudaStream_t);
 DB_INSTANTIATE(float)
 DB_INSTANTIATE(bf16)

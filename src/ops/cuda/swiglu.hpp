@@ -1,5 +1,6 @@
 // SwiGLU gate on the GPU (spec §0): h = silu(a) ⊙ b, mirroring cpu/swiglu.hpp; fp32 math.
-// Tensors aligned to 16 bytes are read and written 16 bytes per access (ops/cuda/packed_access.cuh).
+// Tensors aligned to 16 bytes are read and written 16 bytes per access
+// (ops/cuda/packed_access.cuh).
 #pragma once
 #include <cstdint>
 
