@@ -217,9 +217,16 @@ void backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra, const b
   float* partial = nullptr;
   if (dg) CUDA_CHECK(malloc_async(&partial, size_t(blocks) * d * sizeof(float), stream));
   const size_t smem = dg ? 2 * size_t(kRowsPerBlock) * d * sizeof(float) : 0;
-  if (smem > 32 * 1024)  // with the 8 KiB exchange rows, more than the default 48 KiB
-    CUDA_CHECK(cudaFuncSetAttribute(qk_norm_backward_kernel<kRope>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  if (smem > 32 * 1024) {  // with the 8 KiB exchange rows, more than the default 48 KiB
+    // Once per kernel, for the widest row: not inside every (perhaps captured) call.
+    static const bool opted_in = [] {
+      CUDA_CHECK(cudaFuncSetAttribute(qk_norm_backward_kernel<kRope>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      2 * kRowsPerBlock * kQkNormMaxWidth * int(sizeof(float))));
+      return true;
+    }();
+    (void)opted_in;
+  }
   qk_norm_backward_kernel<kRope><<<blocks, kThreads, smem, stream>>>(
       dx, partial, dy, dy_extra, x, g, rstd, rows, d, accumulate_dx, rope);
   CUDA_CHECK_LAUNCH();
