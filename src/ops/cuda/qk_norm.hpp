@@ -2,12 +2,14 @@
 // head_dim values of q or k, one warp per row and eight rows per block, where rmsnorm.cu's
 // kernels give a 256-thread block to each row (three quarters idle at head dim 64). A row's
 // sums are added in the order of that block's (value j in lane j % 32 of slot j / 32), and the
-// gain gradient's per-block partials cover the same 32 rows, so y, rstd and dgain are the bits
-// of rmsnorm<bf16, bf16>; dx may differ by one bf16 rounding where the compiler contracts
-// r·(ĝ − x̂·s) differently (tests/gpu/cuda_packed_kernels_test.cpp, doc/cuda.md).
+// gain gradient's per-block partials cover the same 32 rows, added in the same order: y and rstd
+// are the bits of rmsnorm<bf16, bf16>; dgain should be (the test allows 1e-6) and dx may differ
+// by one bf16 rounding where the compiler contracts r·(ĝ − x̂·s) differently
+// (tests/gpu/cuda_packed_kernels_test.cpp, doc/cuda.md).
 //
 // The _rope forms fuse the RoPE of attention_project and its inverse: the forward rounds the
-// norm to bf16, then rotates it in registers (the bits of rmsnorm_forward then rope_apply);
+// norm to bf16, then rotates it through the warp's shared row (the bits of rmsnorm_forward
+// then rope_apply);
 // the backward rotates dy back, rounds it, adds dy_extra (MoDA's gradient of the unrotated k,
 // rounded: the bits of axpby) and runs the norm's backward on it, without writing dy back.
 // Rows are (token·heads + head) of a [batch·seq_len, heads, head_dim] tensor. Gains, rstd and
