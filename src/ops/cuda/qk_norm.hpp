@@ -9,9 +9,9 @@
 //
 // The _rope forms fuse the RoPE of attention_project and its inverse: the forward rounds the
 // norm to bf16, then rotates it through the warp's shared row (the bits of rmsnorm_forward
-// then rope_apply);
-// the backward rotates dy back, rounds it, adds dy_extra (MoDA's gradient of the unrotated k,
-// rounded: the bits of axpby) and runs the norm's backward on it, without writing dy back.
+// then rope_apply); the backward rotates dy back, rounds it, adds dy_extra (MoDA's gradient of
+// the unrotated k, rounded: the bits of axpby) and runs the norm's backward on it, without
+// writing dy back.
 // Rows are (token·heads + head) of a [batch·seq_len, heads, head_dim] tensor. Gains, rstd and
 // dgain fp32; g may be null (gain 1), dg null (no gain gradient).
 #pragma once
