@@ -94,17 +94,20 @@ void SublayerCores<T, S>::attention_project(Backbone<T>& net, int p, const T* x,
   ops_.linear_forward(q, a.x, weight(net, net.block_param(p, "wq"), a.wq), N, d, H * hd);
   ops_.linear_forward(k, a.x, weight(net, net.block_param(p, "wk"), a.wk), N, d, Hkv * hd);
   ops_.linear_forward(a.v.data(), a.x, weight(net, net.block_param(p, "wv"), a.wv), N, d, Hkv * hd);
-  if (c.qk_norm) {  // RMSNorm over head_dim on q and k before RoPE (Qwen3)
+  if (c.qk_norm) {  // RMSNorm over head_dim on q and k before RoPE (Qwen3), in one pass each
     a.q_rstd.resize(N * H);
     a.k_rstd.resize(N * Hkv);
-    ops_.rmsnorm_forward(a.q.data(), a.q_rstd.data(), a.q_pre_norm.data(),
-                         net.value(net.block_param(p, "q_norm")), N * H, hd, c.norm_eps);
-    ops_.rmsnorm_forward(a.k.data(), a.k_rstd.data(), a.k_pre_norm.data(),
-                         net.value(net.block_param(p, "k_norm")), N * Hkv, hd, c.norm_eps);
+    ops_.qk_norm_rope_forward(a.q.data(), a.q_rstd.data(), nullptr, a.q_pre_norm.data(),
+                              net.value(net.block_param(p, "q_norm")), net.batch(), net.seq_len(),
+                              H, hd, c.norm_eps, c.rope_theta);
+    ops_.qk_norm_rope_forward(a.k.data(), a.k_rstd.data(), k_unrotated, a.k_pre_norm.data(),
+                              net.value(net.block_param(p, "k_norm")), net.batch(), net.seq_len(),
+                              Hkv, hd, c.norm_eps, c.rope_theta);
+  } else {
+    if (k_unrotated) ops_.copy(k_unrotated, a.k.data(), N * Hkv * hd);
+    ops_.rope_qk(a.q.data(), H, a.k.data(), Hkv, net.batch(), net.seq_len(), hd, c.rope_theta,
+                 false);
   }
-  if (k_unrotated) ops_.copy(k_unrotated, a.k.data(), N * Hkv * hd);
-  rope(net, a.q.data(), H, false);
-  rope(net, a.k.data(), Hkv, false);
 }
 
 template <class T, class S>
@@ -132,19 +135,21 @@ void SublayerCores<T, S>::attention_project_backward(Backbone<T>& net, int p, S*
   const int64_t N = net.rows();
   const int d = c.d_model, hd = c.head_dim(), H = c.n_head, Hkv = c.kv_heads();
   AttentionCache& a = attention_[p];
-  rope(net, dq, H, true);
-  rope(net, dk, Hkv, true);
-  if (dk_unrotated) ops_.axpby(dk, T(1), dk_unrotated, T(1), N * Hkv * hd);
   if (c.qk_norm) {  // the pre-norm gradients go to scratch; dq, dk then point there
     const int qn = net.block_param(p, "q_norm"), kn = net.block_param(p, "k_norm");
     scratch_b_.resize(N * H * hd);
     scratch_c_.resize(N * Hkv * hd);
-    ops_.rmsnorm_backward(scratch_b_.data(), net.grad(qn), dq, a.q_pre_norm.data(), net.value(qn),
-                          a.q_rstd.data(), N * H, hd, false);
-    ops_.rmsnorm_backward(scratch_c_.data(), net.grad(kn), dk, a.k_pre_norm.data(), net.value(kn),
-                          a.k_rstd.data(), N * Hkv, hd, false);
+    ops_.qk_norm_rope_backward(scratch_b_.data(), net.grad(qn), dq, nullptr, a.q_pre_norm.data(),
+                               net.value(qn), a.q_rstd.data(), net.batch(), net.seq_len(), H, hd,
+                               c.rope_theta);
+    ops_.qk_norm_rope_backward(scratch_c_.data(), net.grad(kn), dk, dk_unrotated,
+                               a.k_pre_norm.data(), net.value(kn), a.k_rstd.data(), net.batch(),
+                               net.seq_len(), Hkv, hd, c.rope_theta);
     dq = scratch_b_.data();
     dk = scratch_c_.data();
+  } else {
+    ops_.rope_qk(dq, H, dk, Hkv, net.batch(), net.seq_len(), hd, c.rope_theta, true);
+    if (dk_unrotated) ops_.axpby(dk, T(1), dk_unrotated, T(1), N * Hkv * hd);
   }
   const int wq = net.block_param(p, "wq"), wk = net.block_param(p, "wk"),
             wv = net.block_param(p, "wv");

@@ -43,6 +43,37 @@ class StorageOps {
   virtual void rope(S* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
                     bool inverse) = 0;
 
+  // The attention core's QK-norm and RoPE in fewer passes (model/sublayer_cores.cpp). Each is by
+  // default the calls it stands for; a backend that fuses them must give those calls' bits
+  // (tests/ops/storage_ops_test.cpp, tests/gpu/cuda_packed_kernels_test.cpp).
+  //
+  // q [batch·seq_len, heads, hd] and k [.., kv_heads, hd] rotated, as two rope calls.
+  virtual void rope_qk(S* q, int heads, S* k, int kv_heads, int64_t batch, int seq_len,
+                       int head_dim, double theta, bool inverse) {
+    rope(q, batch, seq_len, heads, head_dim, theta, inverse);
+    rope(k, batch, seq_len, kv_heads, head_dim, theta, inverse);
+  }
+  // y = rope(rmsnorm(x)) over rows of head_dim, rstd as rmsnorm_forward's; y_unrotated
+  // (optional) receives rmsnorm(x).
+  virtual void qk_norm_rope_forward(S* y, T* rstd, S* y_unrotated, const S* x, const T* gain,
+                                    int64_t batch, int seq_len, int heads, int head_dim, double eps,
+                                    double theta) {
+    const int64_t rows = batch * seq_len * heads;
+    rmsnorm_forward(y, rstd, x, gain, rows, head_dim, eps);
+    if (y_unrotated) copy(y_unrotated, y, rows * head_dim);
+    rope(y, batch, seq_len, heads, head_dim, theta, false);
+  }
+  // The backward of qk_norm_rope_forward with a further gradient dy_unrotated (optional) of its
+  // y_unrotated: dx overwritten, dgain added. dy is consumed (used as scratch).
+  virtual void qk_norm_rope_backward(S* dx, T* dgain, S* dy, const S* dy_unrotated, const S* x,
+                                     const T* gain, const T* rstd, int64_t batch, int seq_len,
+                                     int heads, int head_dim, double theta) {
+    const int64_t rows = batch * seq_len * heads;
+    rope(dy, batch, seq_len, heads, head_dim, theta, true);
+    if (dy_unrotated) axpby(dy, T(1), dy_unrotated, T(1), rows * head_dim);
+    rmsnorm_backward(dx, dgain, dy, x, gain, rstd, rows, head_dim, false);
+  }
+
   // Attention and MoDA attention as Ops::attention_* and Ops::moda_attention_*.
   virtual void attention_forward(S* o, T* lse, const S* q, const S* k, const S* v,
                                  const AttentionShape& s) = 0;

@@ -4,6 +4,9 @@
 // untimed one stores. Each op is timed under the name of the model type's op it stands for
 // (linear_forward, attention_backward, ...), the "_wide" products under the plain product's
 // name (only the type of their output differs); the conversions are bf16_narrow and bf16_widen.
+// The fused QK-norm + RoPE is timed as qk_norm_rope_forward / _backward, RoPE on q and k in one
+// call as rope_forward / rope_backward. Every method is forwarded, the StorageOps defaults too,
+// so that a backend's fused form is the one timed.
 #pragma once
 #include <cstdint>
 
@@ -57,6 +60,28 @@ class TimedStorageOps final : public StorageOps<T, S> {
             bool inverse) override {
     time_section(timer_, inverse ? "rope_backward" : "rope_forward",
                  [&] { inner_.rope(x, batch, seq_len, heads, head_dim, theta, inverse); });
+  }
+  void rope_qk(S* q, int heads, S* k, int kv_heads, int64_t batch, int seq_len, int head_dim,
+               double theta, bool inverse) override {
+    time_section(timer_, inverse ? "rope_backward" : "rope_forward", [&] {
+      inner_.rope_qk(q, heads, k, kv_heads, batch, seq_len, head_dim, theta, inverse);
+    });
+  }
+  void qk_norm_rope_forward(S* y, T* rstd, S* y_unrotated, const S* x, const T* gain, int64_t batch,
+                            int seq_len, int heads, int head_dim, double eps,
+                            double theta) override {
+    time_section(timer_, "qk_norm_rope_forward", [&] {
+      inner_.qk_norm_rope_forward(y, rstd, y_unrotated, x, gain, batch, seq_len, heads, head_dim,
+                                  eps, theta);
+    });
+  }
+  void qk_norm_rope_backward(S* dx, T* dgain, S* dy, const S* dy_unrotated, const S* x,
+                             const T* gain, const T* rstd, int64_t batch, int seq_len, int heads,
+                             int head_dim, double theta) override {
+    time_section(timer_, "qk_norm_rope_backward", [&] {
+      inner_.qk_norm_rope_backward(dx, dgain, dy, dy_unrotated, x, gain, rstd, batch, seq_len,
+                                   heads, head_dim, theta);
+    });
   }
   void attention_forward(S* o, T* lse, const S* q, const S* k, const S* v,
                          const AttentionShape& s) override {

@@ -291,10 +291,12 @@ stage_sanitize() {
   local test tool rc prog
   # flash_attention_test: its tile-edge shapes only (T ≤ 129); the full sweep takes minutes
   # under memcheck. moda_fast_attention_test: the depth-merge kernels (small shapes).
+  # cuda_packed_kernels_test: the QK-norm kernels (warps sharing rows in shared memory).
   local -A args=([flash_attention_test]="--run_test=flash_matches_reference_at_tile_edges"
-    [moda_fast_attention_test]="--run_test=merge_kernels_match_the_moda_kernel_in_fp32")
+    [moda_fast_attention_test]="--run_test=merge_kernels_match_the_moda_kernel_in_fp32"
+    [cuda_packed_kernels_test]="--run_test=qk_norm*")
   for test in cuda_ops_test cuda_new_ops_test cuda_attention_test flash_attention_test \
-    moda_fast_attention_test; do
+    moda_fast_attention_test cuda_packed_kernels_test; do
     for tool in memcheck racecheck synccheck; do
       if [[ -n $BUNDLE ]]; then
         prog=(env "LD_LIBRARY_PATH=$DB_BUNDLE_LD_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$DB_BUNDLE_ROOT/libexec/$test")

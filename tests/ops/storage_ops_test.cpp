@@ -126,3 +126,87 @@ BOOST_AUTO_TEST_CASE(the_same_type_storage_is_the_ops_call_bit_for_bit) {
   BOOST_TEST(lse1 == lse2);
   BOOST_TEST(ops->bf16_storage() == nullptr);  // double stores what it computes
 }
+
+namespace {
+
+template <class V>
+bool same_bits(const std::vector<V>& a, const std::vector<V>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(V)) == 0;
+}
+
+// The fused forms of the attention core's QK-norm and RoPE (rope_qk, qk_norm_rope_forward,
+// qk_norm_rope_backward) against the calls they stand for, on storage s: the same bits, the
+// optional unrotated output and gradient included. to_s makes a stored value from a float.
+template <class T, class S, class ToS>
+void fused_qk_calls_give_the_separate_calls_bits(StorageOps<T, S>& s, ToS to_s) {
+  const int64_t batch = 2;
+  const int seq_len = 5, heads = 3, kv_heads = 1, hd = 8;
+  const int64_t rows = batch * seq_len * heads, n = rows * hd, nk = batch * seq_len * kv_heads * hd;
+  const double eps = 1e-6, theta = 10000.0;
+  uint64_t seed = 20;
+  auto values = [&](int64_t count) {
+    std::vector<S> v(count);
+    const std::vector<float> f = random_values(size_t(count), seed++);
+    for (int64_t i = 0; i < count; ++i) v[i] = to_s(3 * f[i]);
+    return v;
+  };
+  std::vector<T> gain(hd);
+  for (int j = 0; j < hd; ++j) gain[j] = T(1 + 0.1 * j);
+
+  // RoPE on q and k in one call, both ways.
+  for (bool inverse : {false, true}) {
+    std::vector<S> q1 = values(n), k1 = values(nk), q2 = q1, k2 = k1;
+    s.rope_qk(q1.data(), heads, k1.data(), kv_heads, batch, seq_len, hd, theta, inverse);
+    s.rope(q2.data(), batch, seq_len, heads, hd, theta, inverse);
+    s.rope(k2.data(), batch, seq_len, kv_heads, hd, theta, inverse);
+    BOOST_TEST(same_bits(q1, q2));
+    BOOST_TEST(same_bits(k1, k2));
+  }
+
+  // Forward: norm, the unrotated copy, RoPE.
+  const std::vector<S> x = values(n);
+  std::vector<S> y1(n), y2(n), unrotated1(n), unrotated2(n);
+  std::vector<T> rstd1(rows), rstd2(rows);
+  s.qk_norm_rope_forward(y1.data(), rstd1.data(), unrotated1.data(), x.data(), gain.data(), batch,
+                         seq_len, heads, hd, eps, theta);
+  s.rmsnorm_forward(y2.data(), rstd2.data(), x.data(), gain.data(), rows, hd, eps);
+  s.copy(unrotated2.data(), y2.data(), n);
+  s.rope(y2.data(), batch, seq_len, heads, hd, theta, false);
+  BOOST_TEST(same_bits(y1, y2));
+  BOOST_TEST(same_bits(rstd1, rstd2));
+  BOOST_TEST(same_bits(unrotated1, unrotated2));
+  std::vector<S> y3(n);  // without the unrotated copy
+  s.qk_norm_rope_forward(y3.data(), rstd1.data(), nullptr, x.data(), gain.data(), batch, seq_len,
+                         heads, hd, eps, theta);
+  BOOST_TEST(same_bits(y3, y2));
+
+  // Backward: RoPE back, the further gradient added, the norm's backward (dgain added to).
+  for (bool with_unrotated_gradient : {false, true}) {
+    std::vector<S> dy1 = values(n), dy2 = dy1, dx1 = values(n), dx2(n);
+    const std::vector<S> dy_unrotated = values(n);
+    std::vector<T> dgain1(hd, T(0.5)), dgain2(hd, T(0.5));
+    const S* extra = with_unrotated_gradient ? dy_unrotated.data() : nullptr;
+    s.qk_norm_rope_backward(dx1.data(), dgain1.data(), dy1.data(), extra, x.data(), gain.data(),
+                            rstd2.data(), batch, seq_len, heads, hd, theta);
+    s.rope(dy2.data(), batch, seq_len, heads, hd, theta, true);
+    if (extra) s.axpby(dy2.data(), T(1), extra, T(1), n);
+    s.rmsnorm_backward(dx2.data(), dgain2.data(), dy2.data(), x.data(), gain.data(), rstd2.data(),
+                       rows, hd, false);
+    BOOST_TEST(same_bits(dx1, dx2));
+    BOOST_TEST(same_bits(dgain1, dgain2));
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_qk_norm_and_rope_give_the_separate_calls_bits_on_bf16_storage) {
+  auto ops = make_cpu_ops<float>();
+  fused_qk_calls_give_the_separate_calls_bits(*ops->bf16_storage(),
+                                              [](float v) { return to_bfloat16(v); });
+}
+
+BOOST_AUTO_TEST_CASE(fused_qk_norm_and_rope_give_the_separate_calls_bits_on_same_type_storage) {
+  auto ops = make_cpu_ops<double>();
+  SameTypeStorageOps<double> s(*ops);
+  fused_qk_calls_give_the_separate_calls_bits(s, [](float v) { return double(v); });
+}

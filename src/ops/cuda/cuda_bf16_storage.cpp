@@ -5,6 +5,7 @@
 #include "ops/cuda/cuda_memory.hpp"
 #include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/op_stream.hpp"
+#include "ops/cuda/qk_norm.hpp"
 #include "ops/cuda/rmsnorm.hpp"
 #include "ops/cuda/swiglu.hpp"
 
@@ -75,14 +76,21 @@ void CudaBf16Storage::linear_backward_wide(float* dx, float* dW, const bfloat16*
 
 // --- QK-norm and RoPE: statistics, gains and tables in fp32 ---
 
+// Rows of up to 256 values (every head dim of the suites) by one warp each; wider ones by
+// rmsnorm.cu's block per row.
 void CudaBf16Storage::rmsnorm_forward(bfloat16* y, float* rstd, const bfloat16* x,
                                       const float* gain, int64_t rows, int width, double eps) {
+  if (width <= kQkNormMaxWidth)
+    return qk_norm_forward(dev(y), rstd, dev(x), gain, rows, width, eps, stream());
   cuda::rmsnorm_forward(dev(y), rstd, dev(x), gain, rows, width, eps, stream());
 }
 
 void CudaBf16Storage::rmsnorm_backward(bfloat16* dx, float* dgain, const bfloat16* dy,
                                        const bfloat16* x, const float* gain, const float* rstd,
                                        int64_t rows, int width, bool accumulate_dx) {
+  if (width <= kQkNormMaxWidth)
+    return qk_norm_backward(dev(dx), dgain, dev(dy), dev(x), gain, rstd, rows, width, accumulate_dx,
+                            stream());
   cuda::rmsnorm_backward(dev(dx), dgain, dev(dy), dev(x), gain, rstd, rows, width, accumulate_dx,
                          stream());
 }
@@ -91,6 +99,36 @@ void CudaBf16Storage::rope(bfloat16* x, int64_t batch, int seq_len, int heads, i
                            double theta, bool inverse) {
   rope_apply(dev(x), rope_.table(seq_len, head_dim, theta, stream()), batch, seq_len, heads,
              inverse, stream());
+}
+
+void CudaBf16Storage::rope_qk(bfloat16* q, int heads, bfloat16* k, int kv_heads, int64_t batch,
+                              int seq_len, int head_dim, double theta, bool inverse) {
+  rope_apply_qk(dev(q), heads, dev(k), kv_heads, rope_.table(seq_len, head_dim, theta, stream()),
+                batch, seq_len, inverse, stream());
+}
+
+void CudaBf16Storage::qk_norm_rope_forward(bfloat16* y, float* rstd, bfloat16* y_unrotated,
+                                           const bfloat16* x, const float* gain, int64_t batch,
+                                           int seq_len, int heads, int head_dim, double eps,
+                                           double theta) {
+  if (head_dim > kQkNormMaxWidth)
+    return WideningStorageOps::qk_norm_rope_forward(y, rstd, y_unrotated, x, gain, batch, seq_len,
+                                                    heads, head_dim, eps, theta);
+  cuda::qk_norm_rope_forward(dev(y), dev(y_unrotated), rstd, dev(x), gain,
+                             rope_.table(seq_len, head_dim, theta, stream()), batch, seq_len, heads,
+                             eps, stream());
+}
+
+void CudaBf16Storage::qk_norm_rope_backward(bfloat16* dx, float* dgain, bfloat16* dy,
+                                            const bfloat16* dy_unrotated, const bfloat16* x,
+                                            const float* gain, const float* rstd, int64_t batch,
+                                            int seq_len, int heads, int head_dim, double theta) {
+  if (head_dim > kQkNormMaxWidth)
+    return WideningStorageOps::qk_norm_rope_backward(dx, dgain, dy, dy_unrotated, x, gain, rstd,
+                                                     batch, seq_len, heads, head_dim, theta);
+  cuda::qk_norm_rope_backward(dev(dx), dgain, dev(dy), dev(dy_unrotated), dev(x), gain, rstd,
+                              rope_.table(seq_len, head_dim, theta, stream()), batch, seq_len,
+                              heads, stream());
 }
 
 // --- attention: the shape's fast path on the bf16 tensors; the reference kernel widened ---

@@ -1,12 +1,13 @@
 // bf16 activation storage on the GPU (train.activation_dtype = bf16, ops/storage_ops.hpp): the
 // CUDA ops' bf16_storage(). The sublayer cores' hot ops read and write bf16 directly — the
 // products through cuBLASLt's bf16 GEMMs (fp32 accumulation, dW into the fp32 gradient), the
-// QK RMSNorm, RoPE, SwiGLU, axpby and the copies through the bf16 instantiations of this
-// folder's kernels, attention and MoDA through the fast path of the shape (cuDNN or flash) fed
-// the bf16 tensors themselves. Every value is computed in fp32 and rounded once where stored, as
-// the widening implementation (ops/storage_ops_widening.hpp) rounds it; that implementation
-// stays the fallback for the shapes whose attention path is the fp32 reference kernel
-// (train.attention = reference, or fp32 precision under auto). doc/cuda.md "bf16 activation
+// QK RMSNorm (one warp per row, fused with RoPE: qk_norm.hpp), RoPE, SwiGLU, axpby and the
+// copies through the bf16 instantiations of this folder's kernels (16-byte accesses where
+// aligned: packed_access.cuh), attention and MoDA through the fast path of the shape (cuDNN or
+// flash) fed the bf16 tensors themselves. Every value is computed in fp32 and rounded once where
+// stored, as the widening implementation (ops/storage_ops_widening.hpp) rounds it; that
+// implementation stays the fallback for the shapes whose attention path is the fp32 reference
+// kernel (train.attention = reference, or fp32 precision under auto). doc/cuda.md "bf16 activation
 // storage on the GPU".
 //
 // Everything runs on current_stream() (op_stream.hpp), scratch from the stream-ordered pool: a
@@ -48,6 +49,14 @@ class CudaBf16Storage final : public WideningStorageOps<float, bfloat16> {
                         bool accumulate_dx) override;
   void rope(bfloat16* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
             bool inverse) override;
+  void rope_qk(bfloat16* q, int heads, bfloat16* k, int kv_heads, int64_t batch, int seq_len,
+               int head_dim, double theta, bool inverse) override;
+  void qk_norm_rope_forward(bfloat16* y, float* rstd, bfloat16* y_unrotated, const bfloat16* x,
+                            const float* gain, int64_t batch, int seq_len, int heads, int head_dim,
+                            double eps, double theta) override;
+  void qk_norm_rope_backward(bfloat16* dx, float* dgain, bfloat16* dy, const bfloat16* dy_unrotated,
+                             const bfloat16* x, const float* gain, const float* rstd, int64_t batch,
+                             int seq_len, int heads, int head_dim, double theta) override;
 
   void attention_forward(bfloat16* o, float* lse, const bfloat16* q, const bfloat16* k,
                          const bfloat16* v, const AttentionShape& s) override;

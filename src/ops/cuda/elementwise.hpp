@@ -6,9 +6,14 @@
 
 namespace db::cuda {
 
-// dst[i] = src[i] converted (float↔bf16, or a copy).
+// dst[i] = src[i] converted (float↔bf16, or a copy). Tensors aligned to the pack
+// (ops/cuda/packed_access.cuh: 16 bytes of the narrower type) move 16 bytes per access.
 template <class TD, class TS>
 void convert(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullptr);
+// The same, one value per thread whatever the alignment: the twin the packed kernel is tested
+// against (tests/gpu/cuda_packed_kernels_test.cpp); likewise axpby_scalar below.
+template <class TD, class TS>
+void convert_scalar(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullptr);
 
 // acc[i] += x[i] (x converted to acc's type through fp32).
 template <class TA, class TX>
@@ -19,10 +24,14 @@ template <class T>
 void scale_into(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
 
 // y = b·y + a·x (b = 0 overwrites y without reading it), as Ops::axpby; in fp32, rounded once
-// where y is bf16 (StorageOps::axpby).
+// where y is bf16 (StorageOps::axpby). Packed where aligned, as convert; y may be x.
 void axpby(float* y, float a, const float* x, float b, int64_t count,
            cudaStream_t stream = nullptr);
 void axpby(bf16* y, float a, const bf16* x, float b, int64_t count, cudaStream_t stream = nullptr);
+void axpby_scalar(float* y, float a, const float* x, float b, int64_t count,
+                  cudaStream_t stream = nullptr);
+void axpby_scalar(bf16* y, float a, const bf16* x, float b, int64_t count,
+                  cudaStream_t stream = nullptr);
 
 // Fills with N(0, std²) truncated at ±3σ from a counter-based hash of (seed, index): the same
 // values for a given seed whatever the launch shape (benchmark init, not the CPU stream).

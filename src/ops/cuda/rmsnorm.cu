@@ -13,7 +13,7 @@ using detail::norm_row_forward;
 using detail::to_float;
 
 constexpr int kThreads = 256;
-constexpr int kRowsPerBlock = 32;  // backward: rows per block, one dg partial per block
+constexpr int kRowsPerBlock = detail::kNormBackwardRowsPerBlock;  // one dg partial per block
 
 // One block per row (norm_row.cuh). kLayerNorm = false: RMSNorm (mean fixed at 0).
 template <class TX, class TY, bool kLayerNorm>
@@ -103,12 +103,17 @@ void norm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const float* g,
       <<<blocks, kThreads, smem, stream>>>(dx, partial, dy, x, g, mean, rstd, N, d, accumulate_dx);
   CUDA_CHECK_LAUNCH();
   if (dg) {
-    reduce_partials_kernel<<<(d + 31) / 32, dim3(32, 8), 0, stream>>>(dg, partial, blocks, d);
-    CUDA_CHECK_LAUNCH();
+    detail::add_norm_partials(dg, partial, blocks, d, stream);
     CUDA_CHECK(cudaFreeAsync(partial, stream));
   }
 }
 }  // namespace
+
+void detail::add_norm_partials(float* dg, const float* partial, int blocks, int d,
+                               cudaStream_t stream) {
+  reduce_partials_kernel<<<(d + 31) / 32, dim3(32, 8), 0, stream>>>(dg, partial, blocks, d);
+  CUDA_CHECK_LAUNCH();
+}
 
 template <class TX, class TY>
 void rmsnorm_forward(TY* y, float* rstd, const TX* x, const float* g, int64_t N, int d, double eps,

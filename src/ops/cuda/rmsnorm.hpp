@@ -28,4 +28,11 @@ void layernorm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const floa
                         const float* mean, const float* rstd, int64_t N, int d,
                         bool accumulate_dx = false, cudaStream_t stream = nullptr);
 
+namespace detail {
+// The backward's rows per block, one gain-gradient partial row per block, and the fixed-order
+// sum of those partials into dg: shared with qk_norm.cu, whose dgain has these bits.
+constexpr int kNormBackwardRowsPerBlock = 32;
+void add_norm_partials(float* dg, const float* partial, int blocks, int d, cudaStream_t stream);
+}  // namespace detail
+
 }  // namespace db::cuda

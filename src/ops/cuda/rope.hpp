@@ -30,8 +30,19 @@ class RopeCache {
 };
 
 // x is [B·T, heads, hd], rotated in place; inverse = true applies the transpose (backward).
+// A thread rotates a pack of up to 16 bytes of pairs where hd/2 and the alignment of x allow
+// (ops/cuda/packed_access.cuh), else one pair.
 template <class T>
 void rope_apply(T* x, const RopeTable& table, int64_t B, int T_len, int heads, bool inverse,
                 cudaStream_t stream = nullptr);
+// q [B·T, q_heads, hd] and k [B·T, k_heads, hd] rotated in one launch, each as rope_apply.
+template <class T>
+void rope_apply_qk(T* q, int q_heads, T* k, int k_heads, const RopeTable& table, int64_t B,
+                   int T_len, bool inverse, cudaStream_t stream = nullptr);
+// rope_apply one pair per thread whatever the alignment: the twin the packed kernel is tested
+// against (tests/gpu/cuda_packed_kernels_test.cpp).
+template <class T>
+void rope_apply_scalar(T* x, const RopeTable& table, int64_t B, int T_len, int heads, bool inverse,
+                       cudaStream_t stream = nullptr);
 
 }  // namespace db::cuda
