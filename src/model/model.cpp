@@ -85,8 +85,7 @@ void Model<T>::forward_features(int64_t batch, int seq_len) {
   backbone_->set_batch(batch, seq_len);
   x0_.resize(rows * d);
   features_.resize(rows * d);
-  ops_->embedding_forward(x0_.data(), tokens_.data(), weight(layout_->id("embed")), rows,
-                          d);
+  ops_->embedding_forward(x0_.data(), tokens_.data(), weight(layout_->id("embed")), rows, d);
   design_->forward(*backbone_, x0_.data(), features_.data());
 }
 
@@ -144,9 +143,9 @@ double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len)
   stage_tokens(tokens, batch, seq_len);
   forward_features(batch, seq_len);
   eval_loss_sum_.assign_zeros(1);
-  ops_->cross_entropy(eval_loss_sum_.data(), features_.data(), weight(head_id_),
-                      targets_.data(), {batch * seq_len, config_.d_model, config_.vocab_size},
-                      nullptr, nullptr, 0.0);
+  ops_->cross_entropy(eval_loss_sum_.data(), features_.data(), weight(head_id_), targets_.data(),
+                      {batch * seq_len, config_.d_model, config_.vocab_size}, nullptr, nullptr,
+                      0.0);
   double sum = 0;
   eval_loss_sum_.copy_to(&sum, 1, MemorySpace::host);
   return sum;

@@ -109,8 +109,8 @@ void SublayerCores<T, S>::attention_output_backward(Backbone<T>& net, int p, con
   const int wo = net.block_param(p, "wo");
   AttentionCache& a = attention_[p];
   ops_.linear_backward(d_o, net.grad(wo), storage_input(dy, dy_, net.rows() * c.d_model),
-                       a.o.data(), weight(net, wo), net.rows(), c.n_head * c.head_dim(),
-                       c.d_model, false);
+                       a.o.data(), weight(net, wo), net.rows(), c.n_head * c.head_dim(), c.d_model,
+                       false);
 }
 
 template <class T, class S>
@@ -136,12 +136,9 @@ void SublayerCores<T, S>::attention_project_backward(Backbone<T>& net, int p, S*
   }
   const int wq = net.block_param(p, "wq"), wk = net.block_param(p, "wk"),
             wv = net.block_param(p, "wv");
-  ops_.linear_backward_wide(dx, net.grad(wq), dq, a.x, weight(net, wq), N, d, H * hd,
-                            false);
-  ops_.linear_backward_wide(dx, net.grad(wk), dk, a.x, weight(net, wk), N, d, Hkv * hd,
-                            true);
-  ops_.linear_backward_wide(dx, net.grad(wv), dv, a.x, weight(net, wv), N, d, Hkv * hd,
-                            true);
+  ops_.linear_backward_wide(dx, net.grad(wq), dq, a.x, weight(net, wq), N, d, H * hd, false);
+  ops_.linear_backward_wide(dx, net.grad(wk), dk, a.x, weight(net, wk), N, d, Hkv * hd, true);
+  ops_.linear_backward_wide(dx, net.grad(wv), dv, a.x, weight(net, wv), N, d, Hkv * hd, true);
 }
 
 template <class T, class S>
@@ -170,8 +167,8 @@ void SublayerCores<T, S>::ffn_backward(Backbone<T>& net, int p, const T* dy, T* 
   S *dh = scratch_a_.data(), *da = scratch_b_.data(), *db = scratch_c_.data();
   const int w1 = net.block_param(p, "w1"), w2 = net.block_param(p, "w2"),
             w3 = net.block_param(p, "w3");
-  ops_.linear_backward(dh, net.grad(w2), storage_input(dy, dy_, N * d), f.h.data(),
-                       weight(net, w2), N, ff, d, false);
+  ops_.linear_backward(dh, net.grad(w2), storage_input(dy, dy_, N * d), f.h.data(), weight(net, w2),
+                       N, ff, d, false);
   ops_.swiglu_backward(da, db, dh, f.a.data(), f.b.data(), N * ff);
   ops_.linear_backward_wide(dx, net.grad(w1), da, f.x, weight(net, w1), N, d, ff, false);
   ops_.linear_backward_wide(dx, net.grad(w3), db, f.x, weight(net, w3), N, d, ff, true);

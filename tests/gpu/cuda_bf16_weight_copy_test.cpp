@@ -99,9 +99,9 @@ BOOST_AUTO_TEST_CASE(cuda_adamw_bf16_copy_is_the_cpu_rounding_of_its_fp32_result
   // Values the update leaves as they are (no gradient, no moments, no decay), chosen where the
   // rounding has cases: ties to even both ways, a NaN with a payload, ±inf, a subnormal, −0, and
   // the largest float below the first value that rounds to inf.
-  const std::vector<uint32_t> special = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800000u,
-                                         0x7f800000u, 0x00000123u, 0x80000000u, 0x7f7f7fffu,
-                                         0x7f7f8000u};
+  const std::vector<uint32_t> special = {0x3f808000u, 0x3f818000u, 0x7fc00001u,
+                                         0xff800000u, 0x7f800000u, 0x00000123u,
+                                         0x80000000u, 0x7f7f7fffu, 0x7f7f8000u};
   for (size_t k = 0; k < special.size(); ++k) {
     P[k] = from_bits(special[k]);
     G[k] = M[k] = V[k] = 0.f;

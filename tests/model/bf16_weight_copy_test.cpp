@@ -85,7 +85,8 @@ Curve train(const std::string& arch, int steps, bool stale_before_each_micro_bat
     double loss = 0;
     for (int micro = 0; micro < 2; ++micro) {
       if (stale_before_each_micro_batch) model.params().value_buffer();
-      const std::vector<int32_t> tokens = random_tokens(kBatch * kSeqLen, c.vocab_size, step * 2 + micro);
+      const std::vector<int32_t> tokens =
+          random_tokens(kBatch * kSeqLen, c.vocab_size, step * 2 + micro);
       loss += model.forward_backward(tokens.data(), kBatch, kSeqLen, 0.5);
     }
     curve.losses.push_back(loss);
@@ -179,7 +180,8 @@ BOOST_AUTO_TEST_CASE(reading_the_weights_does_not_make_the_copy_stale) {
   BOOST_TEST(model.params().bf16_copy_fresh());
 }
 
-BOOST_AUTO_TEST_CASE(the_copy_from_the_adamw_step_gives_the_bits_of_a_copy_rounded_every_micro_batch) {
+BOOST_AUTO_TEST_CASE(
+    the_copy_from_the_adamw_step_gives_the_bits_of_a_copy_rounded_every_micro_batch) {
   // MoDA also reads its depth projections through the copy.
   for (const std::string arch : {"pre_ln", "moda"}) {
     BOOST_TEST_CONTEXT(arch) {

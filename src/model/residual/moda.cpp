@@ -67,10 +67,8 @@ class ModaDepth final : public ModaDepthBase<T> {
       tmp_v_.resize(N * kvw);
       const int wk = ffn_projection(net, p, "moda_wk_ffn"),
                 wv = ffn_projection(net, p, "moda_wv_ffn");
-      ops_.linear_forward(tmp_k_.data(), ffn_input_[p], cores_.weight(net, wk), N,
-                          net.d(), kvw);
-      ops_.linear_forward(tmp_v_.data(), ffn_input_[p], cores_.weight(net, wv), N,
-                          net.d(), kvw);
+      ops_.linear_forward(tmp_k_.data(), ffn_input_[p], cores_.weight(net, wk), N, net.d(), kvw);
+      ops_.linear_forward(tmp_v_.data(), ffn_input_[p], cores_.weight(net, wv), N, net.d(), kvw);
       if (rope_depth_keys_)  // rotated at the token's own position
         cores_.rope(net, tmp_k_.data(), net.config().kv_heads(), false);
       scatter(net, depth_k_, tmp_k_, 2 * p + 1);
@@ -101,10 +99,10 @@ class ModaDepth final : public ModaDepthBase<T> {
       const int wk = ffn_projection(net, p, "moda_wk_ffn"),
                 wv = ffn_projection(net, p, "moda_wv_ffn");
       const S* x = ffn_input_[p];
-      ops_.linear_backward_wide(du, net.grad(wk), tmp_k_.data(), x,
-                                cores_.weight(net, wk), N, net.d(), kvw, true);
-      ops_.linear_backward_wide(du, net.grad(wv), tmp_v_.data(), x,
-                                cores_.weight(net, wv), N, net.d(), kvw, true);
+      ops_.linear_backward_wide(du, net.grad(wk), tmp_k_.data(), x, cores_.weight(net, wk), N,
+                                net.d(), kvw, true);
+      ops_.linear_backward_wide(du, net.grad(wv), tmp_v_.data(), x, cores_.weight(net, wv), N,
+                                net.d(), kvw, true);
       return;
     }
     const ModelConfig& c = net.config();
