@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.hpp"
 #include "ops/storage_ops_same_type.hpp"
@@ -55,7 +56,9 @@ Backbone<T>::Backbone(const ModelConfig& config, const ParameterLayout& layout,
   StorageOps<T, bfloat16>* bf16_ops = ops.bf16_storage();
   if constexpr (std::is_same_v<T, float>)
     if (bf16_ops) {
+      bf16_ops_ = bf16_ops;
       cores_ = std::make_unique<SublayerCores<T, bfloat16>>(*bf16_ops, config.n_layer);
+      params_.keep_bf16_copy();
       return;
     }
   throw Error(std::string("train.activation_dtype = bf16: the ") + ops.name() +
@@ -64,6 +67,15 @@ Backbone<T>::Backbone(const ModelConfig& config, const ParameterLayout& layout,
 
 template <class T>
 Backbone<T>::~Backbone() = default;
+
+template <class T>
+void Backbone<T>::refresh_weight_copy() {
+  if (!bf16_ops_ || params_.bf16_copy_fresh()) return;
+  // The values are only read; the store is told the copy matches them once it is written.
+  const Buffer<T>& values = std::as_const(params_).value_buffer();
+  bf16_ops_->narrow(params_.bf16_copy_for_write(), values.data(), int64_t(values.size()));
+  params_.bf16_copy_written();
+}
 
 template <class T>
 void Backbone<T>::reset_schedule() {

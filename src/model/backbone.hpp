@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -74,8 +75,18 @@ class Backbone {
 
   // Parameter id of `blocks.{param_block(p)}.{suffix}` (travels with the block on a swap).
   int block_param(int p, const std::string& suffix) const;
-  T* value(int id) { return params_.value(id); }
+  // A parameter's values, to read (a design never writes the weights: only the optimizer and
+  // the loaders do, through the ParameterStore, which keeps the bf16 copy's bookkeeping).
+  const T* value(int id) const { return std::as_const(params_).value(id); }
   T* grad(int id) { return params_.grad(id); }
+  // bf16 storage: parameter id's bf16 copy, which the cores' products read. db::Error when it is
+  // stale (refresh_weight_copy was not called since the weights last changed).
+  const bfloat16* bf16_weight(int id) const { return params_.bf16_value(id); }
+  // bf16 storage: rounds the weights into their bf16 copy unless it is fresh (the AdamW step
+  // writes it; loads, init and pokes leave it stale). Call it before a forward and outside a
+  // recorded micro-batch (Ops::run_captured), where a rounding pass would be replayed each time.
+  // Nothing without bf16 storage.
+  void refresh_weight_copy();
   const ParameterLayout& layout() const { return layout_; }
 
   // --- sublayer cores: y = Attn(x) and y = FFN(x) of the block at position p ---------------
@@ -144,6 +155,7 @@ class Backbone {
   int64_t batch_ = 0;
   int seq_len_ = 0;
   bool bf16_storage_ = false;
+  StorageOps<T, bfloat16>* bf16_ops_ = nullptr;      // bf16 storage: rounds the weight copy
   std::unique_ptr<StorageOps<T, T>> same_type_ops_;  // the cores' ops when they store T
   std::unique_ptr<SublayerCoresBase<T>> cores_;
   std::vector<T> observed_[2];  // host copies for the observers

@@ -61,9 +61,12 @@ template <class T>
 Model<T>::~Model() = default;
 
 // Outside the micro-batch that a backend may capture (Ops::run_captured): the host checks the
-// tokens, copies them into the fixed device buffer, and the targets are derived there.
+// tokens, copies them into the fixed device buffer, and the targets are derived there. The bf16
+// weight copy is brought up to date here too (a no-op after an AdamW step, which writes it), so
+// that a recorded micro-batch only ever reads it.
 template <class T>
 void Model<T>::stage_tokens(const int32_t* tokens, int64_t batch, int seq_len) {
+  backbone_->refresh_weight_copy();
   const int64_t rows = batch * seq_len;
   for (int64_t n = 0; n < rows; ++n)
     DB_REQUIRE(tokens[n] >= 0 && tokens[n] < config_.vocab_size,
@@ -82,8 +85,7 @@ void Model<T>::forward_features(int64_t batch, int seq_len) {
   backbone_->set_batch(batch, seq_len);
   x0_.resize(rows * d);
   features_.resize(rows * d);
-  ops_->embedding_forward(x0_.data(), tokens_.data(), params_->value(layout_->id("embed")), rows,
-                          d);
+  ops_->embedding_forward(x0_.data(), tokens_.data(), weight(layout_->id("embed")), rows, d);
   design_->forward(*backbone_, x0_.data(), features_.data());
 }
 
@@ -95,7 +97,7 @@ void Model<T>::forward_backward_staged(int64_t batch, int seq_len, double grad_s
   const int head = head_id_;
   dfeatures_.resize(rows * d);
   dx0_.resize(rows * d);
-  ops_->cross_entropy(loss_sum_.data(), features_.data(), params_->value(head), targets_.data(),
+  ops_->cross_entropy(loss_sum_.data(), features_.data(), weight(head), targets_.data(),
                       {rows, d, config_.vocab_size}, dfeatures_.data(), params_->grad(head),
                       grad_scale);
   design_->backward(*backbone_, dfeatures_.data(), dx0_.data());
@@ -141,9 +143,9 @@ double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len)
   stage_tokens(tokens, batch, seq_len);
   forward_features(batch, seq_len);
   eval_loss_sum_.assign_zeros(1);
-  ops_->cross_entropy(eval_loss_sum_.data(), features_.data(), params_->value(head_id_),
-                      targets_.data(), {batch * seq_len, config_.d_model, config_.vocab_size},
-                      nullptr, nullptr, 0.0);
+  ops_->cross_entropy(eval_loss_sum_.data(), features_.data(), weight(head_id_), targets_.data(),
+                      {batch * seq_len, config_.d_model, config_.vocab_size}, nullptr, nullptr,
+                      0.0);
   double sum = 0;
   eval_loss_sum_.copy_to(&sum, 1, MemorySpace::host);
   return sum;
@@ -152,7 +154,7 @@ double Model<T>::forward_loss(const int32_t* tokens, int64_t batch, int seq_len)
 template <class T>
 void Model<T>::last_position_losses(std::vector<double>& out) const {
   out.resize(rows_);
-  ops_->cross_entropy_rows(out.data(), features_.data(), params_->value(head_id_), targets_.data(),
+  ops_->cross_entropy_rows(out.data(), features_.data(), weight(head_id_), targets_.data(),
                            {rows_, config_.d_model, config_.vocab_size});
 }
 
@@ -162,7 +164,7 @@ void Model<T>::logits(const int32_t* tokens, int64_t batch, int seq_len, std::ve
   stage_tokens(tokens, batch, seq_len);
   forward_features(batch, seq_len);
   Buffer<T> logits(batch * seq_len * config_.vocab_size);
-  ops_->logits(logits.data(), features_.data(), params_->value(head_id_),
+  ops_->logits(logits.data(), features_.data(), weight(head_id_),
                {batch * seq_len, config_.d_model, config_.vocab_size});
   out = logits.to_host();
 }
@@ -170,10 +172,11 @@ void Model<T>::logits(const int32_t* tokens, int64_t batch, int seq_len, std::ve
 template <class T>
 void Model<T>::readout_logits(const T* state, int64_t rows, int width, std::vector<T>& out) {
   MemorySpaceScope scope(ops_->space());
+  backbone_->refresh_weight_copy();
   Buffer<T> z, features(rows * config_.d_model), logits(rows * config_.vocab_size);
   z.assign(state, rows * width, MemorySpace::host);
   design_->readout_state(*backbone_, z.data(), rows, width, features.data());
-  ops_->logits(logits.data(), features.data(), params_->value(head_id_),
+  ops_->logits(logits.data(), features.data(), weight(head_id_),
                {rows, config_.d_model, config_.vocab_size});
   out = logits.to_host();
 }

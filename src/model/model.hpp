@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -79,6 +80,8 @@ class Model {
   void forward_features(int64_t batch, int seq_len);
   // What a recorded micro-batch holds: embedding through embedding backward.
   void forward_backward_staged(int64_t batch, int seq_len, double grad_scale);
+  // A parameter's values, to read (not counted as a change of the weights: parameters.hpp).
+  const T* weight(int id) const { return std::as_const(*params_).value(id); }
 
   ModelConfig config_;
   std::unique_ptr<Ops<T>> ops_;

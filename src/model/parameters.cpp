@@ -98,8 +98,24 @@ void ParameterStore<T>::copy_values_from_host(std::span<const T> host) {
   DB_REQUIRE(int64_t(host.size()) == layout_->storage_size(),
              "parameter vector of " + std::to_string(host.size()) + " values for a buffer of " +
                  std::to_string(layout_->storage_size()));
-  memory::copy(values_.data(), values_.space(), host.data(), MemorySpace::host,
+  memory::copy(values_for_write().data(), values_.space(), host.data(), MemorySpace::host,
                host.size() * sizeof(T));
+}
+
+template <class T>
+void ParameterStore<T>::keep_bf16_copy() {
+  MemorySpaceScope scope(values_.space());
+  bf16_values_.resize(values_.size());
+  bf16_generation_ = 0;
+}
+
+template <class T>
+const bfloat16* ParameterStore<T>::bf16_value(int id) const {
+  DB_REQUIRE(has_bf16_copy(), "the parameters keep no bf16 copy (bf16 storage is off)");
+  DB_REQUIRE(bf16_copy_fresh(),
+             "the bf16 copy of the weights is stale: refresh it (Backbone::refresh_weight_copy) "
+             "before the forward");
+  return bf16_values_.data() + layout_->spec(id).offset;
 }
 
 template <class T>

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/bfloat16.hpp"
 #include "core/buffer.hpp"
 
 namespace db {
@@ -67,6 +68,15 @@ class ParameterLayout {
 // Values and gradients live in the memory space current at construction (core/memory.hpp):
 // host for the CPU backend, the GPU for CUDA. values()/grads() give host spans and are only
 // valid on the host; copy_values_* move all values across spaces (checkpoints, weight files).
+//
+// Under bf16 storage (train.activation_dtype, model/sublayer_cores.hpp) the store also keeps a
+// bf16 copy of the values, same layout and offsets, in the same space, for the products that
+// read the weights in bf16. The AdamW step writes it in the same pass as the update
+// (train/adamw.hpp); Backbone::refresh_weight_copy rounds it afresh when anything else changed
+// the values. Staleness is tracked by a generation: every mutable access to the values
+// (value(id), values(), value_buffer(), copy_values_from_host, initialize) counts one, and the
+// copy records the generation it was written at. A write through a pointer taken *before* the
+// copy was last written is the one thing this cannot see: take the pointer, write, then run.
 template <class T>
 class ParameterStore {
  public:
@@ -77,13 +87,14 @@ class ParameterStore {
   void initialize(uint64_t seed);
   void zero_grads() { grads_.zero(); }
 
-  T* value(int id) { return values_.data() + layout_->spec(id).offset; }
+  T* value(int id) { return values_for_write().data() + layout_->spec(id).offset; }
   const T* value(int id) const { return values_.data() + layout_->spec(id).offset; }
   T* grad(int id) { return grads_.data() + layout_->spec(id).offset; }
-  std::span<T> values() { return host_span(values_); }
+  std::span<T> values() { return host_span(values_for_write()); }
   std::span<T> grads() { return host_span(grads_); }
   std::span<const T> values() const { return host_span(const_cast<Buffer<T>&>(values_)); }
-  Buffer<T>& value_buffer() { return values_; }
+  Buffer<T>& value_buffer() { return values_for_write(); }
+  const Buffer<T>& value_buffer() const { return values_; }
   Buffer<T>& grad_buffer() { return grads_; }
   const Buffer<T>& grad_buffer() const { return grads_; }
   // All values to / from host memory, in any space.
@@ -91,10 +102,33 @@ class ParameterStore {
   void copy_values_from_host(std::span<const T> host);
   const ParameterLayout& layout() const { return *layout_; }
 
+  // --- the bf16 copy of the values (bf16 storage only) -------------------------------------
+  // Allocates it (stale until first written), in the values' memory space.
+  void keep_bf16_copy();
+  bool has_bf16_copy() const { return !bf16_values_.empty(); }
+  // Whether the copy holds the rounding of the current values.
+  bool bf16_copy_fresh() const { return has_bf16_copy() && bf16_generation_ == generation_; }
+  // Parameter id's copy; db::Error when stale (a forward must refresh before it reads).
+  const bfloat16* bf16_value(int id) const;
+  // For the writers (the AdamW step, the refresh): the whole copy, or null without one. A
+  // writer takes the values mutably first, rounds every element of them into the copy, then
+  // calls bf16_copy_written().
+  bfloat16* bf16_copy_for_write() { return has_bf16_copy() ? bf16_values_.data() : nullptr; }
+  void bf16_copy_written() { bf16_generation_ = generation_; }
+  // The whole copy, fresh or not, in host memory (tests, diagnostics).
+  std::vector<bfloat16> bf16_copy_to_host() const { return bf16_values_.to_host(); }
+
  private:
   static std::span<T> host_span(Buffer<T>& b);
+  Buffer<T>& values_for_write() {
+    ++generation_;
+    return values_;
+  }
   const ParameterLayout* layout_;
   Buffer<T> values_, grads_;
+  Buffer<bfloat16> bf16_values_;
+  uint64_t generation_ = 1;       // mutable accesses to values_ so far, + 1
+  uint64_t bf16_generation_ = 0;  // generation_ when bf16_values_ was last written (0: never)
 };
 
 }  // namespace db

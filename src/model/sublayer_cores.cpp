@@ -19,23 +19,11 @@ const S* SublayerCores<T, S>::storage_input(const T* x, Buffer<S>& keep, int64_t
 }
 
 template <class T, class S>
-const S* SublayerCores<T, S>::weight(Backbone<T>& net, int id, Buffer<S>& keep) {
-  if constexpr (std::is_same_v<S, T>) {
-    return net.value(id);
-  } else {
-    const int64_t count = net.layout().spec(id).size();
-    keep.resize(count);
-    ops_.narrow(keep.data(), net.value(id), count);
-    return keep.data();
-  }
-}
-
-template <class T, class S>
-const S* SublayerCores<T, S>::used_weight(Backbone<T>& net, int id, const Buffer<S>& kept) {
+const S* SublayerCores<T, S>::weight(const Backbone<T>& net, int id) const {
   if constexpr (std::is_same_v<S, T>)
     return net.value(id);
   else
-    return kept.data();
+    return net.bf16_weight(id);
 }
 
 template <class T, class S>
@@ -91,9 +79,9 @@ void SublayerCores<T, S>::attention_project(Backbone<T>& net, int p, const T* x,
   }
   S* q = c.qk_norm ? a.q_pre_norm.data() : a.q.data();
   S* k = c.qk_norm ? a.k_pre_norm.data() : a.k.data();
-  ops_.linear_forward(q, a.x, weight(net, net.block_param(p, "wq"), a.wq), N, d, H * hd);
-  ops_.linear_forward(k, a.x, weight(net, net.block_param(p, "wk"), a.wk), N, d, Hkv * hd);
-  ops_.linear_forward(a.v.data(), a.x, weight(net, net.block_param(p, "wv"), a.wv), N, d, Hkv * hd);
+  ops_.linear_forward(q, a.x, weight(net, net.block_param(p, "wq")), N, d, H * hd);
+  ops_.linear_forward(k, a.x, weight(net, net.block_param(p, "wk")), N, d, Hkv * hd);
+  ops_.linear_forward(a.v.data(), a.x, weight(net, net.block_param(p, "wv")), N, d, Hkv * hd);
   if (c.qk_norm) {  // RMSNorm over head_dim on q and k before RoPE (Qwen3), in one pass each
     a.q_rstd.resize(N * H);
     a.k_rstd.resize(N * Hkv);
@@ -114,7 +102,7 @@ template <class T, class S>
 void SublayerCores<T, S>::attention_output(Backbone<T>& net, int p, T* y) {
   const ModelConfig& c = net.config();
   AttentionCache& a = attention_[p];
-  ops_.linear_forward_wide(y, a.o.data(), weight(net, net.block_param(p, "wo"), a.wo), net.rows(),
+  ops_.linear_forward_wide(y, a.o.data(), weight(net, net.block_param(p, "wo")), net.rows(),
                            c.n_head * c.head_dim(), c.d_model);
 }
 
@@ -124,8 +112,8 @@ void SublayerCores<T, S>::attention_output_backward(Backbone<T>& net, int p, con
   const int wo = net.block_param(p, "wo");
   AttentionCache& a = attention_[p];
   ops_.linear_backward(d_o, net.grad(wo), storage_input(dy, dy_, net.rows() * c.d_model),
-                       a.o.data(), used_weight(net, wo, a.wo), net.rows(), c.n_head * c.head_dim(),
-                       c.d_model, false);
+                       a.o.data(), weight(net, wo), net.rows(), c.n_head * c.head_dim(), c.d_model,
+                       false);
 }
 
 template <class T, class S>
@@ -153,12 +141,9 @@ void SublayerCores<T, S>::attention_project_backward(Backbone<T>& net, int p, S*
   }
   const int wq = net.block_param(p, "wq"), wk = net.block_param(p, "wk"),
             wv = net.block_param(p, "wv");
-  ops_.linear_backward_wide(dx, net.grad(wq), dq, a.x, used_weight(net, wq, a.wq), N, d, H * hd,
-                            false);
-  ops_.linear_backward_wide(dx, net.grad(wk), dk, a.x, used_weight(net, wk, a.wk), N, d, Hkv * hd,
-                            true);
-  ops_.linear_backward_wide(dx, net.grad(wv), dv, a.x, used_weight(net, wv, a.wv), N, d, Hkv * hd,
-                            true);
+  ops_.linear_backward_wide(dx, net.grad(wq), dq, a.x, weight(net, wq), N, d, H * hd, false);
+  ops_.linear_backward_wide(dx, net.grad(wk), dk, a.x, weight(net, wk), N, d, Hkv * hd, true);
+  ops_.linear_backward_wide(dx, net.grad(wv), dv, a.x, weight(net, wv), N, d, Hkv * hd, true);
 }
 
 template <class T, class S>
@@ -170,10 +155,10 @@ void SublayerCores<T, S>::ffn_forward(Backbone<T>& net, int p, const T* x, T* y)
   f.a.resize(N * ff);
   f.b.resize(N * ff);
   f.h.resize(N * ff);
-  ops_.linear_forward(f.a.data(), f.x, weight(net, net.block_param(p, "w1"), f.w1), N, d, ff);
-  ops_.linear_forward(f.b.data(), f.x, weight(net, net.block_param(p, "w3"), f.w3), N, d, ff);
+  ops_.linear_forward(f.a.data(), f.x, weight(net, net.block_param(p, "w1")), N, d, ff);
+  ops_.linear_forward(f.b.data(), f.x, weight(net, net.block_param(p, "w3")), N, d, ff);
   ops_.swiglu_forward(f.h.data(), f.a.data(), f.b.data(), N * ff);
-  ops_.linear_forward_wide(y, f.h.data(), weight(net, net.block_param(p, "w2"), f.w2), N, ff, d);
+  ops_.linear_forward_wide(y, f.h.data(), weight(net, net.block_param(p, "w2")), N, ff, d);
 }
 
 template <class T, class S>
@@ -187,11 +172,11 @@ void SublayerCores<T, S>::ffn_backward(Backbone<T>& net, int p, const T* dy, T* 
   S *dh = scratch_a_.data(), *da = scratch_b_.data(), *db = scratch_c_.data();
   const int w1 = net.block_param(p, "w1"), w2 = net.block_param(p, "w2"),
             w3 = net.block_param(p, "w3");
-  ops_.linear_backward(dh, net.grad(w2), storage_input(dy, dy_, N * d), f.h.data(),
-                       used_weight(net, w2, f.w2), N, ff, d, false);
+  ops_.linear_backward(dh, net.grad(w2), storage_input(dy, dy_, N * d), f.h.data(), weight(net, w2),
+                       N, ff, d, false);
   ops_.swiglu_backward(da, db, dh, f.a.data(), f.b.data(), N * ff);
-  ops_.linear_backward_wide(dx, net.grad(w1), da, f.x, used_weight(net, w1, f.w1), N, d, ff, false);
-  ops_.linear_backward_wide(dx, net.grad(w3), db, f.x, used_weight(net, w3, f.w3), N, d, ff, true);
+  ops_.linear_backward_wide(dx, net.grad(w1), da, f.x, weight(net, w1), N, d, ff, false);
+  ops_.linear_backward_wide(dx, net.grad(w3), db, f.x, weight(net, w3), N, d, ff, true);
 }
 
 template <class T, class S>

@@ -2,9 +2,9 @@
 // tensors inside them — q, k, v, o, the FFN's a, b, h and the gradients of all of them — stored
 // as S: the model type T, or bf16 under train.activation_dtype = bf16 (ops/storage_ops.hpp).
 // A core's input x and output y stay T: they are the design's streams. With S ≠ T a core rounds
-// its input once and keeps that copy for its backward, and rounds the weight matrices it reads
-// into S copies of its own at each forward (the weights change every step; a copy costs one
-// pass over the block's weights, small against the products that read it).
+// its input once and keeps that copy for its backward, and its products read the weights from
+// the parameters' bf16 copy (model/parameters.hpp), which the AdamW step writes as it updates
+// them: no core rounds or keeps weights of its own.
 // With S = T every call is the Ops<T> call the model made before storage types existed, on the
 // same buffers: the same bits.
 #pragma once
@@ -56,7 +56,6 @@ class SublayerCores final : public SublayerCoresBase<T> {
     Buffer<S> x_rounded;   // S ≠ T: the rounded input
     Buffer<S> q, k, v, o, q_pre_norm, k_pre_norm;
     Buffer<T> lse, q_rstd, k_rstd;
-    Buffer<S> wq, wk, wv, wo;  // S ≠ T: the rounded weights
   };
   AttentionCache& attention_cache(int p) { return attention_[p]; }
   // Fills q, k (after QK-norm and RoPE) and v of attention_cache(p) and sizes o and lse;
@@ -71,11 +70,10 @@ class SublayerCores final : public SublayerCoresBase<T> {
                                   const S* dk_unrotated = nullptr);
   // The FFN input of position p as S (after its ffn_forward): what MoDA's depth projections read.
   const S* ffn_input(int p) const { return ffn_[p].x; }
-  // Parameter id as S: the parameter when S = T, else rounded into `keep`.
-  const S* weight(Backbone<T>& net, int id, Buffer<S>& keep);
-  // The weight a forward read through `weight`, for its backward: the parameter when S = T,
-  // else the copy kept.
-  const S* used_weight(Backbone<T>& net, int id, const Buffer<S>& kept);
+  // Parameter id as S, for a forward or a backward: the parameter when S = T, else its bf16
+  // copy (Backbone::bf16_weight; the same values for both passes, since the weights only change
+  // between steps).
+  const S* weight(const Backbone<T>& net, int id) const;
   // RoPE at the batch's positions on x [rows, heads, head_dim]; inverse for the backward.
   void rope(Backbone<T>& net, S* x, int heads, bool inverse);
 
@@ -83,7 +81,6 @@ class SublayerCores final : public SublayerCoresBase<T> {
   struct FfnCache {
     const S* x = nullptr;
     Buffer<S> x_rounded, a, b, h;
-    Buffer<S> w1, w3, w2;
   };
   // x as S: x itself when S = T, else rounded into keep.
   const S* storage_input(const T* x, Buffer<S>& keep, int64_t count);

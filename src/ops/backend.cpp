@@ -88,7 +88,7 @@ std::unique_ptr<Ops<double>> Backend::make_double_ops() const {
   no_double();
 }
 void Backend::adamw_update(double*, const double*, float*, float*, const uint8_t*, int64_t,
-                           const AdamWUpdate&) const {
+                           const AdamWUpdate&, bfloat16*) const {
   no_double();
 }
 double Backend::sum_of_squares(const double*, int64_t) const {

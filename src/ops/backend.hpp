@@ -79,11 +79,15 @@ class Backend {
   virtual std::unique_ptr<Ops<double>> make_double_ops() const;
 
   // torch.optim.AdamW on arrays in space(): decoupled decay (where decay[i]) first, then the
-  // Adam update; m and v are fp32 state.
+  // Adam update; m and v are fp32 state. values_bf16, when not null, receives each updated
+  // value rounded to bf16 (core/bfloat16.hpp's rounding, CUDA's) in the same pass: the weight
+  // copy that bf16 storage reads (model/parameters.hpp).
   virtual void adamw_update(float* values, const float* grads, float* m, float* v,
-                            const uint8_t* decay, int64_t count, const AdamWUpdate& u) const = 0;
+                            const uint8_t* decay, int64_t count, const AdamWUpdate& u,
+                            bfloat16* values_bf16) const = 0;
   virtual void adamw_update(double* values, const double* grads, float* m, float* v,
-                            const uint8_t* decay, int64_t count, const AdamWUpdate& u) const;
+                            const uint8_t* decay, int64_t count, const AdamWUpdate& u,
+                            bfloat16* values_bf16) const;
   // Σ x² in double, in an order that does not depend on thread or block counts.
   virtual double sum_of_squares(const float* x, int64_t count) const = 0;
   virtual double sum_of_squares(const double* x, int64_t count) const;

@@ -50,9 +50,13 @@ void AdamW<T>::step(ParameterStore<T>& params, double lr, double clip_scale) {
   ++t_;
   const AdamWUpdate update{lr, recipe_.beta1, recipe_.beta2, recipe_.adam_eps, recipe_.weight_decay,
                            t_, clip_scale};
+  // Every element of the bf16 copy (when the store keeps one) is rewritten from the updated
+  // values, so it is fresh afterwards whatever it held before.
+  bfloat16* copy = params.bf16_copy_for_write();
   backend_of(values.space())
       .adamw_update(values.data(), params.grad_buffer().data(), m_.data(), v_.data(), decay_.data(),
-                    int64_t(values.size()), update);
+                    int64_t(values.size()), update, copy);
+  if (copy) params.bf16_copy_written();
 }
 
 template <class T>

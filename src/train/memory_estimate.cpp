@@ -27,7 +27,8 @@ MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   // Every block keeps it, or under train.recompute = blocks one block at a time (the one being
   // re-run) and every block its input (the registry entry's recompute values). With bf16
   // storage the cores' values take 2 bytes and the cores keep a rounded copy of their inputs
-  // (2d), and the blocks' weights a bf16 copy.
+  // (2d); the weights they read are the parameters' one bf16 copy (model/parameters.hpp),
+  // counted with the weights: 2 bytes per parameter, whatever the micro-batch or recompute.
   const bool bf16 = stores_bf16(config.ops_options(), config.backend == "cuda");
   const double core_bytes = bf16 ? 2.0 * (4.0 * m.d_model + 3.0 * m.ff_dim() + 2.0 * m.d_model)
                                  : 4.0 * (4.0 * m.d_model + 3.0 * m.ff_dim());
@@ -37,7 +38,7 @@ MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
           ? m.n_layer * 4.0 * design.recompute_values_per_token(m) + block
           : m.n_layer * block;
   MemoryEstimate e;
-  e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);
+  e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);  // values, gradients, bf16 copy
   e.optimizer_bytes = 2 * 4 * params;
   // At the head one chunk of logits and their gradient.
   e.activations_bytes = tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;

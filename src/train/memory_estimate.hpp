@@ -24,7 +24,8 @@ struct MemoryEstimate {
 };
 
 // Per rank, at train.micro_batch sequences of train.seq_len tokens. Both backends keep fp32
-// weights, gradients, AdamW moments and activations; the activations count the backbone's
+// weights, gradients, AdamW moments and activations, and under bf16 storage the cores' tensors
+// in bf16 and one bf16 copy of the weights; the activations count the backbone's
 // saved tensors, the design's own state (HC/mHC streams, AttnRes sources and their gradients,
 // MoDA's depth pools) and one chunk of LM-head logits (256 rows on the CPU, 4096 on CUDA).
 // Under train.recompute = blocks one block's activations and every block's input. A bf16 CUDA

@@ -304,10 +304,40 @@ BOOST_AUTO_TEST_CASE(adamw_update_matches_the_torch_formula) {
   }
   Buffer<float> pb = on_backend(P), gb = on_backend(G), mb = on_backend(M0), vb = on_backend(V0);
   Buffer<uint8_t> db = on_backend(decay);
-  backend().adamw_update(pb.data(), gb.data(), mb.data(), vb.data(), db.data(), n, u);
+  backend().adamw_update(pb.data(), gb.data(), mb.data(), vb.data(), db.data(), n, u, nullptr);
   CHECK_CLOSE(pb.to_host(), p, "adamw values");
   CHECK_CLOSE(mb.to_host(), m, "adamw m");
   CHECK_CLOSE(vb.to_host(), v, "adamw v");
+}
+
+// The bf16 weight copy that bf16 storage reads (model/parameters.hpp) is written by the update
+// itself: it must be core/bfloat16.hpp's rounding of the fp32 values the same call stored, bit
+// for bit (on the GPU __float2bfloat16, which that rounding reproduces), and writing it must
+// leave the fp32 update exactly as it is without it.
+BOOST_AUTO_TEST_CASE(adamw_update_writes_the_bf16_rounding_of_its_updated_values) {
+  DB_REQUIRE_BACKEND();
+  const int64_t n = 3000;
+  const std::vector<float> P = random_floats(n, 23), G = random_floats(n, 24),
+                           M0 = random_floats(n, 25, 0.1);
+  std::vector<float> V0 = random_floats(n, 26, 0.1);
+  for (float& v : V0) v = v * v;
+  std::vector<uint8_t> decay(n, 0);
+  const AdamWUpdate u{1e-3, 0.9, 0.95, 1e-8, 0.0, 1, 1.0};
+  Buffer<float> plain = on_backend(P), pb = on_backend(P), gb = on_backend(G);
+  Buffer<float> m1 = on_backend(M0), v1 = on_backend(V0), m2 = on_backend(M0), v2 = on_backend(V0);
+  Buffer<uint8_t> db = on_backend(decay);
+  Buffer<bfloat16> copy = zeros_on_backend<bfloat16>(n);
+  backend().adamw_update(plain.data(), gb.data(), m1.data(), v1.data(), db.data(), n, u, nullptr);
+  backend().adamw_update(pb.data(), gb.data(), m2.data(), v2.data(), db.data(), n, u, copy.data());
+  const std::vector<float> values = pb.to_host(), without = plain.to_host();
+  const std::vector<bfloat16> rounded = copy.to_host();
+  int64_t same_update = 0, same_rounding = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    same_update += values[i] == without[i];
+    same_rounding += rounded[i].bits == to_bfloat16(values[i]).bits;
+  }
+  BOOST_TEST(same_update == n);
+  BOOST_TEST(same_rounding == n);
 }
 
 BOOST_AUTO_TEST_CASE(sum_of_squares_matches_the_reference_and_repeats_exactly) {

@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_holds_less_memory_at_the_peak) {
   c.n_layer = 16;  // enough blocks that the saved activations outweigh the CPU's scratch
   c.d_model = 64;
   // What a first training step adds to the host bytes in use at its peak: the activations
-  // kept for the backward, the scratch and (bf16) the rounded weights.
+  // kept for the backward and the scratch (the bf16 weight copy is allocated with the weights).
   auto peak_step_bytes = [&](ActivationDtype dtype) {
     Model<float> model(c, find_backend("cpu"), storing(dtype));
     model.initialize(7);

@@ -115,8 +115,10 @@ BOOST_AUTO_TEST_CASE(a_bf16_cuda_run_that_may_use_cudnn_counts_its_attention_wor
 }
 
 // train.activation_dtype = bf16 (auto on a bf16 CUDA run): the cores' 4d + 3·ff values take 2
-// bytes, plus their rounded inputs (2d), and the weights a bf16 copy.
-BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_a_weight_copy) {
+// bytes, plus their rounded inputs (2d), and the parameters one bf16 copy (model/parameters.hpp:
+// 2 bytes per parameter with the weights, not a copy per block in the activations, so neither
+// the micro-batch nor train.recompute changes it).
+BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_one_weight_copy) {
   for (const DesignInfo& d : all_designs()) {
     RunConfig fp32 = config_of(d.name);
     fp32.backend = "cuda";
@@ -133,6 +135,10 @@ BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_a_weight
                d.name);
     BOOST_TEST(narrow.weights_bytes - wide.weights_bytes == 2.0 * double(count_parameters(m).total),
                d.name);
+    RunConfig other = bf16;
+    other.recompute = "blocks";
+    other.recipe.micro_batch_sequences *= 2;
+    BOOST_TEST(estimate_memory(other).weights_bytes == narrow.weights_bytes, d.name);
   }
   RunConfig cpu = config_of("pre_ln");
   cpu.precision = "bf16";  // auto stores fp32 on the CPU

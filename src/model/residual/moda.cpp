@@ -42,9 +42,7 @@ class ModaDepth final : public ModaDepthBase<T> {
         n_layer_(c.n_layer),
         slots_(std::max(2 * (c.n_layer - 1), 1)),
         rope_depth_keys_(c.option("moda_rope_depth_keys", false)),
-        ffn_input_(c.n_layer),
-        ffn_wk_(c.n_layer),
-        ffn_wv_(c.n_layer) {}
+        ffn_input_(c.n_layer) {}
 
   // Depth slots are filled by the forward; a skipped block's slots stay zero.
   void begin_forward(Backbone<T>& net) override {
@@ -69,10 +67,8 @@ class ModaDepth final : public ModaDepthBase<T> {
       tmp_v_.resize(N * kvw);
       const int wk = ffn_projection(net, p, "moda_wk_ffn"),
                 wv = ffn_projection(net, p, "moda_wv_ffn");
-      ops_.linear_forward(tmp_k_.data(), ffn_input_[p], cores_.weight(net, wk, ffn_wk_[p]), N,
-                          net.d(), kvw);
-      ops_.linear_forward(tmp_v_.data(), ffn_input_[p], cores_.weight(net, wv, ffn_wv_[p]), N,
-                          net.d(), kvw);
+      ops_.linear_forward(tmp_k_.data(), ffn_input_[p], cores_.weight(net, wk), N, net.d(), kvw);
+      ops_.linear_forward(tmp_v_.data(), ffn_input_[p], cores_.weight(net, wv), N, net.d(), kvw);
       if (rope_depth_keys_)  // rotated at the token's own position
         cores_.rope(net, tmp_k_.data(), net.config().kv_heads(), false);
       scatter(net, depth_k_, tmp_k_, 2 * p + 1);
@@ -103,10 +99,10 @@ class ModaDepth final : public ModaDepthBase<T> {
       const int wk = ffn_projection(net, p, "moda_wk_ffn"),
                 wv = ffn_projection(net, p, "moda_wv_ffn");
       const S* x = ffn_input_[p];
-      ops_.linear_backward_wide(du, net.grad(wk), tmp_k_.data(), x,
-                                cores_.used_weight(net, wk, ffn_wk_[p]), N, net.d(), kvw, true);
-      ops_.linear_backward_wide(du, net.grad(wv), tmp_v_.data(), x,
-                                cores_.used_weight(net, wv, ffn_wv_[p]), N, net.d(), kvw, true);
+      ops_.linear_backward_wide(du, net.grad(wk), tmp_k_.data(), x, cores_.weight(net, wk), N,
+                                net.d(), kvw, true);
+      ops_.linear_backward_wide(du, net.grad(wv), tmp_v_.data(), x, cores_.weight(net, wv), N,
+                                net.d(), kvw, true);
       return;
     }
     const ModelConfig& c = net.config();
@@ -169,7 +165,6 @@ class ModaDepth final : public ModaDepthBase<T> {
   bool rope_depth_keys_;
   Buffer<S> depth_k_, depth_v_, d_depth_k_, d_depth_v_;  // [rows, slots, H_kv·hd]
   std::vector<const S*> ffn_input_;                      // u_p as S, for the projections' grads
-  std::vector<Buffer<S>> ffn_wk_, ffn_wv_;               // S ≠ T: the rounded projections
   Buffer<S> tmp_k_, tmp_v_, d_o_, dq_, dk_, dv_;
 };
 

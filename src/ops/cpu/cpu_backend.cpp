@@ -55,12 +55,12 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Ops<double>> make_double_ops() const override { return make_cpu_ops<double>(); }
 
   void adamw_update(float* values, const float* grads, float* m, float* v, const uint8_t* decay,
-                    int64_t count, const AdamWUpdate& u) const override {
-    cpu::adamw_update(values, grads, m, v, decay, count, u);
+                    int64_t count, const AdamWUpdate& u, bfloat16* values_bf16) const override {
+    cpu::adamw_update(values, grads, m, v, decay, count, u, values_bf16);
   }
   void adamw_update(double* values, const double* grads, float* m, float* v, const uint8_t* decay,
-                    int64_t count, const AdamWUpdate& u) const override {
-    cpu::adamw_update(values, grads, m, v, decay, count, u);
+                    int64_t count, const AdamWUpdate& u, bfloat16* values_bf16) const override {
+    cpu::adamw_update(values, grads, m, v, decay, count, u, values_bf16);
   }
   double sum_of_squares(const float* x, int64_t count) const override {
     return cpu::sum_of_squares(x, count);

@@ -8,7 +8,7 @@ namespace db::cpu {
 
 template <class T>
 void adamw_update(T* values, const T* grads, float* m_state, float* v_state, const uint8_t* decay,
-                  int64_t count, const AdamWUpdate& u) {
+                  int64_t count, const AdamWUpdate& u, bfloat16* values_bf16) {
   const double bias1 = 1.0 - std::pow(u.beta1, double(u.step));
   const double bias2 = 1.0 - std::pow(u.beta2, double(u.step));
 #pragma omp parallel for schedule(static)
@@ -22,6 +22,8 @@ void adamw_update(T* values, const T* grads, float* m_state, float* v_state, con
     if (decay[i]) p -= u.lr * u.weight_decay * p;  // decoupled decay first, as torch.optim.AdamW
     p -= u.lr * (m / bias1) / (std::sqrt(v / bias2) + u.eps);
     values[i] = T(p);
+    // From the stored value, not from p: a double rounded straight to bf16 could differ.
+    if (values_bf16) values_bf16[i] = to_bfloat16(float(values[i]));
   }
 }
 
@@ -41,9 +43,9 @@ double sum_of_squares(const T* x, int64_t count) {
 }
 
 template void adamw_update(float*, const float*, float*, float*, const uint8_t*, int64_t,
-                           const AdamWUpdate&);
+                           const AdamWUpdate&, bfloat16*);
 template void adamw_update(double*, const double*, float*, float*, const uint8_t*, int64_t,
-                           const AdamWUpdate&);
+                           const AdamWUpdate&, bfloat16*);
 template double sum_of_squares(const float*, int64_t);
 template double sum_of_squares(const double*, int64_t);
 

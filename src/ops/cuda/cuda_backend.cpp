@@ -134,7 +134,7 @@ class CudaBackend final : public Backend {
   }
 
   void adamw_update(float* values, const float* grads, float* m, float* v, const uint8_t* decay,
-                    int64_t count, const AdamWUpdate& u) const override {
+                    int64_t count, const AdamWUpdate& u, bfloat16* values_bf16) const override {
     cuda::AdamWStep step;
     step.lr = u.lr;
     step.beta1 = u.beta1;
@@ -143,7 +143,9 @@ class CudaBackend final : public Backend {
     step.weight_decay = u.weight_decay;
     step.step = u.step;
     step.clip_scale = u.clip_scale;
-    cuda::adamw_step(values, grads, m, v, decay, count, step);
+    // bfloat16 has __nv_bfloat16's layout (core/bfloat16.hpp).
+    cuda::adamw_step(values, grads, m, v, decay, count, step,
+                     reinterpret_cast<cuda::bf16*>(values_bf16));
   }
   double sum_of_squares(const float* x, int64_t count) const override {
     const double norm = cuda::global_norm(x, count);
