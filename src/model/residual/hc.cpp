@@ -234,7 +234,7 @@ class HyperConnections : public ResidualDesign<T>,
                                            net.value(id.s_alpha), net.value(id.s_beta), n});
     // z = RMSNorm_k(H)·[W_α | W_β]: the weight and gain gradients, and ∂H added into dH.
     normed_product_backward(ops, dH_.data(), dz_.data(), H, c.stream_rstd.data(), R, d,
-                            weights(net, id), gw_, dzs_, g_);
+                            weights(net, id), gw_, dzs_, g_, dn_);
     dstate_.swap(dH_);
   }
 
@@ -294,7 +294,7 @@ class HyperConnections : public ResidualDesign<T>,
 
   std::vector<Sublayer> subs_;
   Buffer<T> dalpha_, dbeta_, dy_, du_, dx_, dH_, dz_;
-  Buffer<T> gw_, dzs_, g_;  // normed_product's scratch
+  Buffer<T> gw_, dzs_, g_, dn_;  // normed_product's scratch
 };
 
 }  // namespace

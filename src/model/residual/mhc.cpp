@@ -236,7 +236,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
                                c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
     // z = v·φ: the gradients of φ and of the norm's gain, and ∂X added into dX.
     normed_product_backward(ops, dX_.data(), dz_.data(), X, c.vec_rstd.data(), rows, nd,
-                            weights(net, id), gw_, dzs_, g_);
+                            weights(net, id), gw_, dzs_, g_, dn_);
     dstate_.swap(dX_);
   }
 
@@ -298,7 +298,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
   MhcOptions opt_;
   std::vector<Sublayer> subs_;
   Buffer<T> dpre_, dpost_, dres_, dy_, du_, dx_, dX_, dres_logits_, dz_;
-  Buffer<T> gw_, dzs_, g_;  // normed_product's scratch
+  Buffer<T> gw_, dzs_, g_, dn_;  // normed_product's scratch
 };
 
 }  // namespace

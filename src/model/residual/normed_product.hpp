@@ -7,9 +7,10 @@
 // coefficient products"). Its backward likewise needs no stored gradient of the normalised rows:
 //   G = xᵀ·(rstd ⊙ dz)                    [width, m], one product;
 //   ∂W[e, c] += gain[e]·G[e, c],  ∂gain[e] += Σ_c W[e, c]·G[e, c];
-//   ∂x[r, e] += rstd·dn[e] − rstd³/width·x[r, e]·Σ_e' dn[e']·x[r, e'],  dn[e] = Σ_c dz[r,
-//   c]·gain[e]·W[e, c]
-// (RMSNorm's backward with dn = gain ⊙ ∂/∂RMSNorm(x), formed per row from dz: m values).
+//   ∂x[r, e] += rstd·dn[e] − rstd³/width·x[r, e]·Σ_e' dn[e']·x[r, e'],
+//   dn[e] = Σ_c dz[r, c]·gain[e]·W[e, c]
+// (RMSNorm's backward with dn = gain ⊙ ∂/∂RMSNorm(x), formed per row from dz's m values while
+// gain ⊙ W is small, kInputGradFromRows).
 // W is given as up to two column blocks [A | B] (HC: W_α and W_β; mHC: φ alone).
 #pragma once
 #include <cmath>
@@ -86,15 +87,18 @@ struct WeightGrads {
   }
 };
 
-// The input gradient of one row r (a warp on a GPU), added into dx: dn[e] = Σ_c dz[r, c]·gw[e, c]
-// is formed twice per value (m multiply-adds, gw [width, m] is small and stays in cache) instead
-// of being stored; then RMSNorm's backward as cpu::rmsnorm_backward computes it.
+// The input gradient of one row r (a warp on a GPU), added into dx: RMSNorm's backward as
+// cpu::rmsnorm_backward computes it, from dn[r, e] = Σ_c dz[r, c]·gw[e, c] (the gain is in gw).
+// dn is read from `dn` when given (formed by a product), else formed here twice per value from
+// gw (m multiply-adds each), which must then be small enough to stay in cache (kInputGradFromRows).
 template <class T>
 struct InputGrad {
   T* dx;
-  const T *dz, *x, *gw, *rstd;
+  const T *dn, *dz, *x, *gw, *rstd;
   int width, m;
-  DB_HD T dn(const T* dzr, int e) const {
+  DB_HD T dn_at(int64_t r, int e) const {
+    if (dn) return dn[r * width + e];
+    const T* dzr = dz + r * m;
     T sum = T(0);
     for (int c = 0; c < m; ++c) sum += dzr[c] * gw[e * m + c];
     return sum;
@@ -102,14 +106,13 @@ struct InputGrad {
   template <class Lanes>
   DB_HD void operator()(int64_t r, const Lanes& lanes) const {
     const T* xr = x + r * width;
-    const T* dzr = dz + r * m;
     double dot = 0;
-    for (int e = lanes.first(); e < width; e += lanes.step()) dot += double(dn(dzr, e)) * xr[e];
+    for (int e = lanes.first(); e < width; e += lanes.step()) dot += double(dn_at(r, e)) * xr[e];
     const double rs = rstd[r];
     const double coef = rs * rs * rs * lanes.sum(dot) / width;
     T* dxr = dx + r * width;
     for (int e = lanes.first(); e < width; e += lanes.step())
-      dxr[e] += T(rs * dn(dzr, e) - coef * xr[e]);
+      dxr[e] += T(rs * dn_at(r, e) - coef * xr[e]);
   }
 };
 
@@ -140,12 +143,19 @@ void normed_product_forward(Ops<T>& ops, T* z, T* rstd, Buffer<T>& gw, const T* 
   for_each_row_element(ops.space(), rows, m, k::ScaleRows<T>{z, z, rstd, m});
 }
 
+// The largest folded weight matrix (width·m values, 64 KB in float) whose rows InputGrad reads
+// for every row of x: a GPU SM's L1 holds it next to its warps' rows (HC: d·(n+2), 24 KB at
+// d = 1024). A larger one (mHC's φ: n·d·(n² + 2n), 384 KB at n = 4, d = 1024) would be re-read
+// from L2 for every token, several times the bytes the stored gradient costs, so dn is then
+// formed by a product and read back.
+inline constexpr int64_t kInputGradFromRows = 16384;
+
 // Its backward from dz [rows, m]: the gradients of W and the gain accumulated, ∂x added into dx.
-// gw, dzs [rows, m] and G [width, m]: scratch.
+// gw, dzs [rows, m], G [width, m] and dn [rows, width] (only beyond kInputGradFromRows): scratch.
 template <class T>
 void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const T* rstd,
                              int64_t rows, int width, const NormedWeights<T>& w, Buffer<T>& gw,
-                             Buffer<T>& dzs, Buffer<T>& G) {
+                             Buffer<T>& dzs, Buffer<T>& G, Buffer<T>& dn) {
   namespace k = normed_product_kernels;
   const int m = w.columns();
   dzs.resize(size_t(rows) * m);
@@ -157,7 +167,14 @@ void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const 
                  k::WeightGrads<T>{w.da, w.db, w.dgain, G.data(), w.gain, w.a, w.b, w.ca, w.cb});
   for_each_row_element(ops.space(), width, m,
                        k::FoldGain<T>{gw.data(), w.gain, w.a, w.b, w.ca, w.cb});
-  for_each_row_lanes(ops.space(), rows, k::InputGrad<T>{dx, dz, x, gw.data(), rstd, width, m});
+  const bool from_rows = int64_t(width) * m <= kInputGradFromRows;
+  if (!from_rows) {
+    dn.resize(size_t(rows) * width);
+    ops.gemm(false, true, int(rows), width, m, T(1), dz, m, gw.data(), m, T(0), dn.data(), width);
+  }
+  for_each_row_lanes(
+      ops.space(), rows,
+      k::InputGrad<T>{dx, from_rows ? nullptr : dn.data(), dz, x, gw.data(), rstd, width, m});
 }
 
 }  // namespace db
