@@ -101,7 +101,8 @@ BOOST_AUTO_TEST_CASE(normed_product_matches_the_unfused_norm_and_product_in_doub
   check_against_the_unfused_norm<double>(37, 24, 5, 1, 1e-12);  // HC, n = 4: [W_α | W_β]
   check_against_the_unfused_norm<double>(5, 130, 2, 1, 1e-12);  // HC, n = 1
   check_against_the_unfused_norm<double>(9, 96, 15, 0, 1e-12);  // mHC, n = 3: φ alone
-  // Folded weights beyond kInputGradFromRows: dn from a product.
+  check_against_the_unfused_norm<double>(9, 96, 8, 0, 1e-12);   // dn per row at m = 8
+  // Folded weights beyond dn_from_rows: dn from a product (the mHC case above is, too).
   check_against_the_unfused_norm<double>(7, 1536, 15, 0, 1e-12);
 }
 

@@ -10,7 +10,7 @@
 //   ∂x[r, e] += rstd·dn[e] − rstd³/width·x[r, e]·Σ_e' dn[e']·x[r, e'],
 //   dn[e] = Σ_c dz[r, c]·gain[e]·W[e, c]
 // (RMSNorm's backward with dn = gain ⊙ ∂/∂RMSNorm(x), formed per row from dz's m values while
-// gain ⊙ W is small, kInputGradFromRows).
+// gain ⊙ W is small, dn_from_rows).
 // W is given as up to two column blocks [A | B] (HC: W_α and W_β; mHC: φ alone).
 #pragma once
 #include <cmath>
@@ -90,7 +90,7 @@ struct WeightGrads {
 // The input gradient of one row r (a warp on a GPU), added into dx: RMSNorm's backward as
 // cpu::rmsnorm_backward computes it, from dn[r, e] = Σ_c dz[r, c]·gw[e, c] (the gain is in gw).
 // dn is read from `dn` when given (formed by a product), else formed here twice per value from
-// gw (m multiply-adds each), which must then be small enough to stay in cache (kInputGradFromRows).
+// gw (m multiply-adds each), which must then be small enough to stay in cache (dn_from_rows).
 template <class T>
 struct InputGrad {
   T* dx;
@@ -143,15 +143,18 @@ void normed_product_forward(Ops<T>& ops, T* z, T* rstd, Buffer<T>& gw, const T* 
   for_each_row_element(ops.space(), rows, m, k::ScaleRows<T>{z, z, rstd, m});
 }
 
-// The largest folded weight matrix (width·m values, 64 KB in float) whose rows InputGrad reads
-// for every row of x: a GPU SM's L1 holds it next to its warps' rows (HC: d·(n+2), 24 KB at
-// d = 1024). A larger one (mHC's φ: n·d·(n² + 2n), 384 KB at n = 4, d = 1024) would be re-read
-// from L2 for every token, several times the bytes the stored gradient costs, so dn is then
-// formed by a product and read back.
-inline constexpr int64_t kInputGradFromRows = 16384;
+// Whether InputGrad forms dn per row (true) or reads it from a product. Per row it costs 2m
+// multiply-adds per value and reads gain ⊙ W [width, m] for every row of x, so both must be
+// small: m ≤ 8 (HC: n + 2) and at most 16 384 values (64 KB in float, which a GPU SM's L1 holds
+// next to its warps' rows; HC: 24 KB at d = 1024). mHC (m = n² + 2n, φ 384 KB at n = 4,
+// d = 1024) would re-read φ from L2 for every token, more than the stored dn costs in DRAM, and
+// on the CPU its scalar loops cost more than the BLAS product: dn is then formed by a product.
+inline bool dn_from_rows(int width, int m) {
+  return m <= 8 && int64_t(width) * m <= 16384;
+}
 
 // Its backward from dz [rows, m]: the gradients of W and the gain accumulated, ∂x added into dx.
-// gw, dzs [rows, m], G [width, m] and dn [rows, width] (only beyond kInputGradFromRows): scratch.
+// gw, dzs [rows, m], G [width, m] and dn [rows, width] (unless dn_from_rows): scratch.
 template <class T>
 void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const T* rstd,
                              int64_t rows, int width, const NormedWeights<T>& w, Buffer<T>& gw,
@@ -167,7 +170,7 @@ void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const 
                  k::WeightGrads<T>{w.da, w.db, w.dgain, G.data(), w.gain, w.a, w.b, w.ca, w.cb});
   for_each_row_element(ops.space(), width, m,
                        k::FoldGain<T>{gw.data(), w.gain, w.a, w.b, w.ca, w.cb});
-  const bool from_rows = int64_t(width) * m <= kInputGradFromRows;
+  const bool from_rows = dn_from_rows(width, m);
   if (!from_rows) {
     dn.resize(size_t(rows) * width);
     ops.gemm(false, true, int(rows), width, m, T(1), dz, m, gw.data(), m, T(0), dn.data(), width);
