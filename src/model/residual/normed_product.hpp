@@ -4,7 +4,8 @@
 // so the product reads the state x (the n streams) with the gain folded into the small weight
 // matrix, and scales each row by its rstd afterwards. The normalised rows are never written,
 // kept or read back (HC: [rows·n, d], mHC: [rows, n·d] per sublayer; doc/performance.md, "HC/mHC
-// coefficient products"). Its backward likewise needs no stored gradient of the normalised rows:
+// coefficient products from the streams"). Its backward likewise needs no stored gradient of the
+// normalised rows:
 //   G = xᵀ·(rstd ⊙ dz)                    [width, m], one product;
 //   ∂W[e, c] += gain[e]·G[e, c],  ∂gain[e] += Σ_c W[e, c]·G[e, c];
 //   ∂x[r, e] += rstd·dn[e] − rstd³/width·x[r, e]·Σ_e' dn[e']·x[r, e'],
