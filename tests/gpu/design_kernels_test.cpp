@@ -14,6 +14,7 @@
 #include "gpu/gpu_support.hpp"
 #include "ops/cuda/cuda_memory.hpp"
 #include "model/residual/depth_softmax.hpp"
+#include "model/residual/normed_product.hpp"
 #include "model/residual/sinkhorn.hpp"
 #include "model/residual/stream_kernels.hpp"
 
@@ -142,6 +143,59 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
     BOOST_TEST(close("mix_streams dpost", dpost));
     BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
     BOOST_TEST(close("mix_streams dH", dHm));
+  }
+}
+
+// HC's and mHC's coefficient product from the streams themselves (normed_product.hpp): the
+// per-row kernels around its two GEMMs — the row rstd and the input gradient a warp per row, the
+// gain folded into W, the rstd row scaling, the weight and gain gradients — against the host loop.
+BOOST_AUTO_TEST_CASE(normed_product_kernels_match_the_host_loop) {
+  DB_REQUIRE_GPU();
+  namespace k = normed_product_kernels;
+  const MemorySpace gpu = cuda::cuda_memory_space();
+  Backends b;
+  const int64_t rows = 67;
+  const int width = 160, ca = 5, cb = 1, m = ca + cb;  // HC with n = 4: [W_α | W_β]
+  Pair x(b.random(rows * width, 2.0)), gain(b.random(width, 0.3)), a(b.random(width * ca)),
+      w_b(b.random(width * cb)), dz(b.random(rows * m)), G(b.random(width * m));
+  for (float& v : gain.host) v += 1.f;
+  gain.device.upload(gain.host);
+  Pair rstd(zeros(rows)), gw(zeros(width * m)), z(b.random(rows * m)), zs(zeros(rows * m));
+  for_each_row_lanes(MemorySpace::host, rows, k::RowRstd<float>{rstd.cpu(), x.cpu(), width, 1e-5});
+  for_each_row_lanes(gpu, rows, k::RowRstd<float>{rstd.gpu(), x.gpu(), width, 1e-5});
+  BOOST_TEST(close("RowRstd", rstd));
+  for_each_row_element(MemorySpace::host, width, m,
+                       k::FoldGain<float>{gw.cpu(), gain.cpu(), a.cpu(), w_b.cpu(), ca, cb});
+  for_each_row_element(gpu, width, m,
+                       k::FoldGain<float>{gw.gpu(), gain.gpu(), a.gpu(), w_b.gpu(), ca, cb});
+  BOOST_TEST(close("FoldGain", gw));
+  for_each_row_element(MemorySpace::host, rows, m,
+                       k::ScaleRows<float>{zs.cpu(), z.cpu(), rstd.cpu(), m});
+  for_each_row_element(gpu, rows, m, k::ScaleRows<float>{zs.gpu(), z.gpu(), rstd.gpu(), m});
+  BOOST_TEST(close("ScaleRows", zs));
+  Pair da(b.random(width * ca)), db(b.random(width * cb)), dgain(b.random(width));
+  for_each_index(MemorySpace::host, width,
+                 k::WeightGrads<float>{da.cpu(), db.cpu(), dgain.cpu(), G.cpu(), gain.cpu(),
+                                       a.cpu(), w_b.cpu(), ca, cb});
+  for_each_index(gpu, width,
+                 k::WeightGrads<float>{da.gpu(), db.gpu(), dgain.gpu(), G.gpu(), gain.gpu(),
+                                       a.gpu(), w_b.gpu(), ca, cb});
+  BOOST_TEST(close("WeightGrads dA (added)", da));
+  BOOST_TEST(close("WeightGrads dB (added)", db));
+  BOOST_TEST(close("WeightGrads dgain (added)", dgain));
+  // dn formed per row from dz and gw (small gw), and read from a given dn (a product's).
+  Pair dn(b.random(rows * width));
+  for (bool given : {false, true}) {
+    Pair dx(b.random(rows * width));
+    const float* dn_cpu = given ? dn.cpu() : nullptr;
+    const float* dn_gpu = given ? dn.gpu() : nullptr;
+    for_each_row_lanes(MemorySpace::host, rows,
+                       k::InputGrad<float>{dx.cpu(), dn_cpu, dz.cpu(), x.cpu(), gw.cpu(),
+                                           rstd.cpu(), width, m});
+    for_each_row_lanes(gpu, rows,
+                       k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(),
+                                           rstd.gpu(), width, m});
+    BOOST_TEST(close(given ? "InputGrad dx (added), dn given" : "InputGrad dx (added)", dx));
   }
 }
 

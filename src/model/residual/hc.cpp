@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
+#include "model/residual/normed_product.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/stream_kernels.hpp"
 #include "model/residual/stream_mixing.hpp"
@@ -36,45 +37,53 @@ bool hc_sum_then_norm(const ModelConfig& c) {
   return r == "sum_then_norm";
 }
 
-// One routing coefficient (§7), a value of α or β: z ← tanh(z), coef = static + s·tanh(z).
-// `per_token` coefficients per token share the static values; s is one learned value.
+// One (token, stream) row of the routing coefficients (§7): t [rows·n, n+2] holds the logits
+// z = Hn·[W_α | W_β] on entry and tanh(z) on exit; α = static_alpha + s_α·tanh(z_α) (n+1 values),
+// β = static_beta + s_β·tanh(z_β). The static values are those of the row's stream s.
 template <class T>
-struct HcCoefficient {
-  T* coef;
-  T* z;
-  const T *static_values, *scale;
-  int per_token;
-  DB_HD void operator()(int64_t i) const {
+struct HcCoefficients {
+  T *alpha, *beta, *t;
+  const T *static_alpha, *static_beta, *s_alpha, *s_beta;
+  int n;
+  DB_HD void operator()(int64_t rs) const {
     using std::tanh;
-    const T t = tanh(z[i]);
-    z[i] = t;
-    coef[i] = static_values[i % per_token] + *scale * t;
+    const int n1 = n + 1, s = int(rs % n);
+    T* tr = t + rs * (n + 2);
+    for (int c = 0; c < n1; ++c) {
+      tr[c] = tanh(tr[c]);
+      alpha[rs * n1 + c] = static_alpha[s * n1 + c] + *s_alpha * tr[c];
+    }
+    tr[n1] = tanh(tr[n1]);
+    beta[rs] = static_beta[s] + *s_beta * tr[n1];
   }
 };
 
-// One token of the coefficients' backward (t = tanh(z) kept by the forward): the pre-activation
-// gradients dz = dcoef·s·(1 − t²) (overwritten), and into the row sums the gradients of
-// static_alpha [n(n+1)], static_beta [n], s_α, s_β (dcoef and dcoef·t).
+// One token of the coefficients' backward (t = tanh(z) [rows·n, n+2] kept by the forward): the
+// logit gradients dz = dcoef·s·(1 − t²) into dz [rows·n, n+2], and into the row sums the
+// gradients of static_alpha [n(n+1)], static_beta [n], s_α, s_β (dcoef and dcoef·t).
 template <class T>
 struct HcCoefficientGrads {
-  T *dza, *dzb;
-  const T *dalpha, *dbeta, *ta, *tb, *s_alpha, *s_beta;
+  T* dz;
+  const T *dalpha, *dbeta, *t, *s_alpha, *s_beta;
   int n;
   DB_HD void operator()(int64_t r, double* sums) const {
-    const int na = n * (n + 1);
+    const int n1 = n + 1, m = n + 2, na = n * n1;
     double* ds_alpha = sums + na + n;
     double* ds_beta = ds_alpha + 1;
-    for (int c = 0; c < na; ++c) {
-      const int64_t i = r * na + c;
-      sums[c] += dalpha[i];
-      *ds_alpha += double(dalpha[i]) * ta[i];
-      dza[i] = dalpha[i] * *s_alpha * (T(1) - ta[i] * ta[i]);
-    }
+    for (int s = 0; s < n; ++s)
+      for (int c = 0; c < n1; ++c) {
+        const int64_t rs = r * n + s, i = rs * n1 + c;
+        const T tc = t[rs * m + c];
+        sums[s * n1 + c] += dalpha[i];
+        *ds_alpha += double(dalpha[i]) * tc;
+        dz[rs * m + c] = dalpha[i] * *s_alpha * (T(1) - tc * tc);
+      }
     for (int s = 0; s < n; ++s) {
-      const int64_t i = r * n + s;
-      sums[na + s] += dbeta[i];
-      *ds_beta += double(dbeta[i]) * tb[i];
-      dzb[i] = dbeta[i] * *s_beta * (T(1) - tb[i] * tb[i]);
+      const int64_t rs = r * n + s;
+      const T tb = t[rs * m + n1];
+      sums[na + s] += dbeta[rs];
+      *ds_beta += double(dbeta[rs]) * tb;
+      dz[rs * m + n1] = dbeta[rs] * *s_beta * (T(1) - tb * tb);
     }
   }
 };
@@ -150,27 +159,22 @@ class HyperConnections : public ResidualDesign<T>,
     ran_[k] = true;
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
-    c.hn.resize(R * d);
-    c.ta.resize(R * n1);
-    c.tb.resize(R);
+    c.t.resize(R * (n + 2));
+    c.stream_rstd.resize(R);
     c.alpha.resize(R * n1);
     c.beta.resize(R);
     c.x_in.resize(rows * d);
     c.u.resize(rows * d);
     c.y.resize(rows * d);
     const T* H = this->take_input(k);
-    net.rmsnorm_forward(id.norm, H, c.hn.data(), c.stream_norm, R, d);
-    ops.gemm(false, false, int(R), n1, d, T(1), c.hn.data(), d, net.value(id.w_alpha), n1, T(0),
-             c.ta.data(), n1);
-    ops.gemm(false, false, int(R), 1, d, T(1), c.hn.data(), d, net.value(id.w_beta), 1, T(0),
-             c.tb.data(), 1);
-    // α = static_alpha + s_α·tanh(ta), β = static_beta + s_β·tanh(tb); ta, tb keep the tanh.
-    for_each_index(ops.space(), R * n1,
-                   HcCoefficient<T>{c.alpha.data(), c.ta.data(), net.value(id.static_alpha),
-                                    net.value(id.s_alpha), n * n1});
+    // [z_α | z_β] = RMSNorm_k(H)·[W_α | W_β] per stream, read from H itself (normed_product.hpp).
+    normed_product_forward(ops, c.t.data(), c.stream_rstd.data(), gw_, H, R, d,
+                           net.config().norm_eps, weights(net, id));
+    // α = static_alpha + s_α·tanh(z_α), β = static_beta + s_β·tanh(z_β); t keeps the tanh.
     for_each_index(ops.space(), R,
-                   HcCoefficient<T>{c.beta.data(), c.tb.data(), net.value(id.static_beta),
-                                    net.value(id.s_beta), n});
+                   HcCoefficients<T>{c.alpha.data(), c.beta.data(), c.t.data(),
+                                     net.value(id.static_alpha), net.value(id.static_beta),
+                                     net.value(id.s_alpha), net.value(id.s_beta), n});
     // x_in = Σ_s α[s,0]·H[s] and the sublayer's own pre-norm of it, in one pass.
     combine_streams_normed(net, id.gain, c.x_in.data(), c.u.data(), c.pre_norm, H, c.alpha.data(),
                            n1, n);
@@ -218,37 +222,27 @@ class HyperConnections : public ResidualDesign<T>,
     net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
     combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(),
                              n1, rows, n, d);
-    // α = static + s_α·tanh(z_α): static, scale and pre-activation gradients.
-    dza_.resize(R * n1);
-    dzb_.resize(R);
+    // α = static + s_α·tanh(z_α): static, scale and logit gradients.
+    dz_.resize(R * (n + 2));
     SumTargets<T> targets;
     targets.add(net.grad(id.static_alpha), n * n1)
         .add(net.grad(id.static_beta), n)
         .add(net.grad(id.s_alpha), 1)
         .add(net.grad(id.s_beta), 1);
-    for_each_row_sum(
-        ops.space(), rows, targets,
-        HcCoefficientGrads<T>{dza_.data(), dzb_.data(), dalpha_.data(), dbeta_.data(), c.ta.data(),
-                              c.tb.data(), net.value(id.s_alpha), net.value(id.s_beta), n});
-    // z = Hn·W: dHn = dz·Wᵀ, dW += Hnᵀ·dz; then the per-stream norm back into dH.
-    Buffer<T>& dhn = c.hn;  // Hn is last needed below, so compute dW first
-    ops.gemm(true, false, d, n1, int(R), T(1), c.hn.data(), d, dza_.data(), n1, T(1),
-             net.grad(id.w_alpha), n1);
-    ops.gemm(true, false, d, 1, int(R), T(1), c.hn.data(), d, dzb_.data(), 1, T(1),
-             net.grad(id.w_beta), 1);
-    ops.gemm(false, true, int(R), d, n1, T(1), dza_.data(), n1, net.value(id.w_alpha), n1, T(0),
-             dhn.data(), d);
-    ops.gemm(false, true, int(R), d, 1, T(1), dzb_.data(), 1, net.value(id.w_beta), 1, T(1),
-             dhn.data(), d);
-    net.rmsnorm_backward(id.norm, dhn.data(), dH_.data(), c.stream_norm, R, d,
-                         /*accumulate_dx=*/true);
+    for_each_row_sum(ops.space(), rows, targets,
+                     HcCoefficientGrads<T>{dz_.data(), dalpha_.data(), dbeta_.data(), c.t.data(),
+                                           net.value(id.s_alpha), net.value(id.s_beta), n});
+    // z = RMSNorm_k(H)·[W_α | W_β]: the weight and gain gradients, and ∂H added into dH.
+    normed_product_backward(ops, dH_.data(), dz_.data(), H, c.stream_rstd.data(), R, d,
+                            weights(net, id), gw_, dzs_, g_, dn_);
     dstate_.swap(dH_);
   }
 
  private:
   struct Sublayer {
-    NormCache<T> stream_norm, pre_norm;  // their x: the input state H, x_in
-    Buffer<T> hn, ta, tb, alpha, beta, x_in, u, y;
+    NormCache<T> pre_norm;  // its x: x_in
+    // t: the coefficient logits' tanh [rows·n, n+2]; stream_rstd: the stream norm's rstd.
+    Buffer<T> stream_rstd, t, alpha, beta, x_in, u, y;
   };
 
   struct Ids {
@@ -261,6 +255,12 @@ class HyperConnections : public ResidualDesign<T>,
         net.block_param(p, s + "w_alpha"),      net.block_param(p, s + "w_beta"),
         net.block_param(p, s + "s_alpha"),      net.block_param(p, s + "s_beta"),
         net.block_param(p, s + "norm"),         net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
+  }
+
+  // The stream norm's gain and [W_α | W_β] with their gradients.
+  NormedWeights<T> weights(Backbone<T>& net, const Ids& id) const {
+    return {net.value(id.norm), net.value(id.w_alpha), net.value(id.w_beta), n_ + 1, 1,
+            net.grad(id.norm),  net.grad(id.w_alpha),  net.grad(id.w_beta)};
   }
 
   // α [rows, n, n+1]: column 0 weighs the streams into the sublayer input, column 1 + i the
@@ -293,7 +293,8 @@ class HyperConnections : public ResidualDesign<T>,
   using MultiStream<T>::rows_;
 
   std::vector<Sublayer> subs_;
-  Buffer<T> dalpha_, dbeta_, dy_, du_, dx_, dH_, dza_, dzb_;
+  Buffer<T> dalpha_, dbeta_, dy_, du_, dx_, dH_, dz_;
+  Buffer<T> gw_, dzs_, g_, dn_;  // normed_product's scratch
 };
 
 }  // namespace
@@ -311,9 +312,10 @@ DesignInfo hc_design() {
                     OptionValues::one_of({"norm_then_sum", "sum_then_norm"})}},
        // The static routing [a_k | A_k] and b_k (spec: no weight decay).
        .no_decay = {"static_alpha", "static_beta"},
-       // The n-stream state and its normalised copy, for both sublayers of a block.
+       // The n-stream state each of a block's two sublayers reads (its normalised copy is
+       // not kept: normed_product.hpp).
        .state_values_per_token_block =
-           [](const ModelConfig& c) { return 4.0 * hc_streams(c) * c.d_model; },
+           [](const ModelConfig& c) { return 2.0 * hc_streams(c) * c.d_model; },
        // Under train.recompute = blocks: the n streams a block reads.
        .recompute_values_per_token_block =
            [](const ModelConfig& c) { return double(hc_streams(c)) * c.d_model; }});

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "model/residual/design.hpp"
+#include "model/residual/normed_product.hpp"
 #include "model/residual/sinkhorn.hpp"
 #include "model/residual/stream.hpp"
 #include "model/residual/stream_kernels.hpp"
@@ -157,8 +158,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     ran_[k] = true;
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
-    c.v.resize(rows * nd);
     c.z.resize(rows * m);
+    c.vec_rstd.resize(rows);
     c.pre.resize(rows * n);
     c.post.resize(rows * n);
     c.res_logits.resize(rows * nn);
@@ -167,9 +168,9 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     c.u.resize(rows * d);
     c.y.resize(rows * d);
     const T* X = this->take_input(k);
-    net.rmsnorm_forward(id.norm, X, c.v.data(), c.vec_norm, rows, nd);
-    ops.gemm(false, false, int(rows), m, nd, T(1), c.v.data(), nd, net.value(id.phi), m, T(0),
-             c.z.data(), m);
+    // z = v·φ with v = RMSNorm_k(vec(X)), read from X itself (normed_product.hpp).
+    normed_product_forward(ops, c.z.data(), c.vec_rstd.data(), gw_, X, rows, nd,
+                           net.config().norm_eps, weights(net, id));
     for_each_index(ops.space(), rows,
                    MhcCoefficients<T>{c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
                                       net.value(id.gates), net.value(id.bias), n});
@@ -233,20 +234,17 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
         ops.space(), rows, targets,
         MhcCoefficientGrads<T>{dz_.data(), dpre_.data(), dpost_.data(), dres_logits_.data(),
                                c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
-    // z = v·φ: dφ += vᵀ·dz, dv = dz·φᵀ (into v, last needed here), then the n·d-wide norm.
-    ops.gemm(true, false, nd, m, int(rows), T(1), c.v.data(), nd, dz_.data(), m, T(1),
-             net.grad(id.phi), m);
-    ops.gemm(false, true, int(rows), nd, m, T(1), dz_.data(), m, net.value(id.phi), m, T(0),
-             c.v.data(), nd);
-    net.rmsnorm_backward(id.norm, c.v.data(), dX_.data(), c.vec_norm, rows, nd,
-                         /*accumulate_dx=*/true);
+    // z = v·φ: the gradients of φ and of the norm's gain, and ∂X added into dX.
+    normed_product_backward(ops, dX_.data(), dz_.data(), X, c.vec_rstd.data(), rows, nd,
+                            weights(net, id), gw_, dzs_, g_, dn_);
     dstate_.swap(dX_);
   }
 
  private:
   struct Sublayer {
-    NormCache<T> vec_norm, pre_norm;  // their x: the input state X, x_in
-    Buffer<T> v, z, pre, post, res_logits, res, x_in, u, y;
+    NormCache<T> pre_norm;  // its x: x_in
+    // vec_rstd: the n·d-wide norm's rstd; z = v·φ, the coefficient logits.
+    Buffer<T> vec_rstd, z, pre, post, res_logits, res, x_in, u, y;
   };
 
   struct Ids {
@@ -257,6 +255,13 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     return {net.block_param(p, s + "phi"), net.block_param(p, s + "bias"),
             net.block_param(p, s + "gates"), net.block_param(p, s + "norm"),
             net.block_param(p, ffn ? "ffn_norm" : "attn_norm")};
+  }
+
+  // The n·d-wide norm's gain and φ with their gradients.
+  NormedWeights<T> weights(Backbone<T>& net, const Ids& id) const {
+    const int m = opt_.n * opt_.n + 2 * opt_.n;
+    return {net.value(id.norm), net.value(id.phi), nullptr, m, 0,
+            net.grad(id.norm),  net.grad(id.phi),  nullptr};
   }
 
   SinkhornShape sinkhorn_shape(int64_t rows) const {
@@ -293,6 +298,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
   MhcOptions opt_;
   std::vector<Sublayer> subs_;
   Buffer<T> dpre_, dpost_, dres_, dy_, du_, dx_, dX_, dres_logits_, dz_;
+  Buffer<T> gw_, dzs_, g_, dn_;  // normed_product's scratch
 };
 
 }  // namespace
@@ -314,9 +320,10 @@ DesignInfo mhc_design() {
                     V::boolean()}},
        // Spec: no weight decay on the biases and gates.
        .no_decay = {"bias", "gates"},
-       // The n-stream state and its normalised copy, for both sublayers of a block.
+       // The n-stream state each of a block's two sublayers reads (its normalised copy is
+       // not kept: normed_product.hpp).
        .state_values_per_token_block =
-           [](const ModelConfig& c) { return 4.0 * mhc_options(c).n * c.d_model; },
+           [](const ModelConfig& c) { return 2.0 * mhc_options(c).n * c.d_model; },
        // Under train.recompute = blocks: the n streams a block reads.
        .recompute_values_per_token_block =
            [](const ModelConfig& c) { return double(mhc_options(c).n) * c.d_model; }});

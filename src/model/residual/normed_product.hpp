@@ -1,0 +1,184 @@
+// The coefficient product of HC (§7) and mHC (§8), z = RMSNorm(x; gain)·W, computed from x itself:
+// since RMSNorm(x)[r, e] = gain[e]·x[r, e]·rstd[r],
+//   z[r, c] = rstd[r]·Σ_e x[r, e]·(gain[e]·W[e, c]),
+// so the product reads the state x (the n streams) with the gain folded into the small weight
+// matrix, and scales each row by its rstd afterwards. The normalised rows are never written,
+// kept or read back (HC: [rows·n, d], mHC: [rows, n·d] per sublayer; doc/performance.md, "HC/mHC
+// coefficient products from the streams"). Its backward likewise needs no stored gradient of the
+// normalised rows:
+//   G = xᵀ·(rstd ⊙ dz)                    [width, m], one product;
+//   ∂W[e, c] += gain[e]·G[e, c],  ∂gain[e] += Σ_c W[e, c]·G[e, c];
+//   ∂x[r, e] += rstd·dn[e] − rstd³/width·x[r, e]·Σ_e' dn[e']·x[r, e'],
+//   dn[e] = Σ_c dz[r, c]·gain[e]·W[e, c]
+// (RMSNorm's backward with dn = gain ⊙ ∂/∂RMSNorm(x), formed per row from dz's m values while
+// gain ⊙ W is small, dn_from_rows).
+// W is given as up to two column blocks [A | B] (HC: W_α and W_β; mHC: φ alone).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/buffer.hpp"
+#include "core/host_device.hpp"
+#include "ops/launch.hpp"
+#include "ops/ops.hpp"
+
+namespace db {
+
+namespace normed_product_kernels {
+
+// RMSNorm's rstd of row r: 1/√(mean_e x[r, e]² + eps), summed as the backends' RMSNorm forward.
+template <class T>
+struct RowRstd {
+  T* rstd;
+  const T* x;
+  int width;
+  double eps;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    using std::sqrt;
+    const T* xr = x + r * width;
+    double sum_sq = 0;
+    for (int e = lanes.first(); e < width; e += lanes.step()) sum_sq += double(xr[e]) * xr[e];
+    const T value = T(1.0 / sqrt(lanes.sum(sum_sq) / width + eps));
+    if (lanes.leader()) rstd[r] = value;
+  }
+};
+
+// The gain folded into the weights: gw[e, c] = gain[e]·[A | B][e, c] (A [width, ca], B [width,
+// cb]).
+template <class T>
+struct FoldGain {
+  T* gw;
+  const T *gain, *a, *b;
+  int ca, cb;
+  DB_HD void operator()(int64_t e, int c) const {
+    const T w = c < ca ? a[e * ca + c] : b[e * cb + c - ca];
+    gw[e * (ca + cb) + c] = gain[e] * w;
+  }
+};
+
+// out[r, c] = rstd[r]·z[r, c] (out may be z).
+template <class T>
+struct ScaleRows {
+  T* out;
+  const T *z, *rstd;
+  int m;
+  DB_HD void operator()(int64_t r, int c) const { out[r * m + c] = rstd[r] * z[r * m + c]; }
+};
+
+// The weight and gain gradients of one row e of W from G = xᵀ·(rstd ⊙ dz) (accumulated):
+// ∂[A | B][e, c] += gain[e]·G[e, c], ∂gain[e] += Σ_c [A | B][e, c]·G[e, c].
+template <class T>
+struct WeightGrads {
+  T *da, *db, *dgain;
+  const T *G, *gain, *a, *b;
+  int ca, cb;
+  DB_HD void operator()(int64_t e) const {
+    const T* Ge = G + e * (ca + cb);
+    double sum = 0;
+    for (int c = 0; c < ca; ++c) {
+      sum += double(a[e * ca + c]) * Ge[c];
+      da[e * ca + c] += gain[e] * Ge[c];
+    }
+    for (int c = 0; c < cb; ++c) {
+      sum += double(b[e * cb + c]) * Ge[ca + c];
+      db[e * cb + c] += gain[e] * Ge[ca + c];
+    }
+    dgain[e] += T(sum);
+  }
+};
+
+// The input gradient of one row r (a warp on a GPU), added into dx: RMSNorm's backward as
+// cpu::rmsnorm_backward computes it, from dn[r, e] = Σ_c dz[r, c]·gw[e, c] (the gain is in gw).
+// dn is read from `dn` when given (formed by a product), else formed here twice per value from
+// gw (m multiply-adds each), which must then be small enough to stay in cache (dn_from_rows).
+template <class T>
+struct InputGrad {
+  T* dx;
+  const T *dn, *dz, *x, *gw, *rstd;
+  int width, m;
+  DB_HD T dn_at(int64_t r, int e) const {
+    if (dn) return dn[r * width + e];
+    const T* dzr = dz + r * m;
+    T sum = T(0);
+    for (int c = 0; c < m; ++c) sum += dzr[c] * gw[e * m + c];
+    return sum;
+  }
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    const T* xr = x + r * width;
+    double dot = 0;
+    for (int e = lanes.first(); e < width; e += lanes.step()) dot += double(dn_at(r, e)) * xr[e];
+    const double rs = rstd[r];
+    const double coef = rs * rs * rs * lanes.sum(dot) / width;
+    T* dxr = dx + r * width;
+    for (int e = lanes.first(); e < width; e += lanes.step())
+      dxr[e] += T(rs * dn_at(r, e) - coef * xr[e]);
+  }
+};
+
+}  // namespace normed_product_kernels
+
+// The weights of one product: W = [A | B] (b null and cb = 0: W = A), the norm's gain, and their
+// gradients (accumulated by the backward).
+template <class T>
+struct NormedWeights {
+  const T *gain, *a, *b;
+  int ca, cb;
+  T *dgain, *da, *db;
+  int columns() const { return ca + cb; }
+};
+
+// z [rows, m] = RMSNorm(x)·W for x [rows, width]; rstd [rows] kept for the backward, gw [width, m]
+// scratch (the gain folded into W).
+template <class T>
+void normed_product_forward(Ops<T>& ops, T* z, T* rstd, Buffer<T>& gw, const T* x, int64_t rows,
+                            int width, double eps, const NormedWeights<T>& w) {
+  namespace k = normed_product_kernels;
+  const int m = w.columns();
+  for_each_row_lanes(ops.space(), rows, k::RowRstd<T>{rstd, x, width, eps});
+  gw.resize(size_t(width) * m);
+  for_each_row_element(ops.space(), width, m,
+                       k::FoldGain<T>{gw.data(), w.gain, w.a, w.b, w.ca, w.cb});
+  ops.gemm(false, false, int(rows), m, width, T(1), x, width, gw.data(), m, T(0), z, m);
+  for_each_row_element(ops.space(), rows, m, k::ScaleRows<T>{z, z, rstd, m});
+}
+
+// Whether InputGrad forms dn per row (true) or reads it from a product. Per row it costs 2m
+// multiply-adds per value and reads gain ⊙ W [width, m] for every row of x, so both must be
+// small: m ≤ 8 (HC: n + 2) and at most 16 384 values (64 KB in float, which a GPU SM's L1 holds
+// next to its warps' rows; HC: 24 KB at d = 1024). mHC (m = n² + 2n, φ 384 KB at n = 4,
+// d = 1024) would re-read φ from L2 for every token, more than the stored dn costs in DRAM, and
+// on the CPU its scalar loops cost more than the BLAS product: dn is then formed by a product.
+inline bool dn_from_rows(int width, int m) {
+  return m <= 8 && int64_t(width) * m <= 16384;
+}
+
+// Its backward from dz [rows, m]: the gradients of W and the gain accumulated, ∂x added into dx.
+// gw, dzs [rows, m], G [width, m] and dn [rows, width] (unless dn_from_rows): scratch.
+template <class T>
+void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const T* rstd,
+                             int64_t rows, int width, const NormedWeights<T>& w, Buffer<T>& gw,
+                             Buffer<T>& dzs, Buffer<T>& G, Buffer<T>& dn) {
+  namespace k = normed_product_kernels;
+  const int m = w.columns();
+  dzs.resize(size_t(rows) * m);
+  G.resize(size_t(width) * m);
+  gw.resize(size_t(width) * m);
+  for_each_row_element(ops.space(), rows, m, k::ScaleRows<T>{dzs.data(), dz, rstd, m});
+  ops.gemm(true, false, width, m, int(rows), T(1), x, width, dzs.data(), m, T(0), G.data(), m);
+  for_each_index(ops.space(), width,
+                 k::WeightGrads<T>{w.da, w.db, w.dgain, G.data(), w.gain, w.a, w.b, w.ca, w.cb});
+  for_each_row_element(ops.space(), width, m,
+                       k::FoldGain<T>{gw.data(), w.gain, w.a, w.b, w.ca, w.cb});
+  const bool from_rows = dn_from_rows(width, m);
+  if (!from_rows) {
+    dn.resize(size_t(rows) * width);
+    ops.gemm(false, true, int(rows), width, m, T(1), dz, m, gw.data(), m, T(0), dn.data(), width);
+  }
+  for_each_row_lanes(
+      ops.space(), rows,
+      k::InputGrad<T>{dx, from_rows ? nullptr : dn.data(), dz, x, gw.data(), rstd, width, m});
+}
+
+}  // namespace db

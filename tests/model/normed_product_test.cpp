@@ -1,0 +1,113 @@
+// HC's and mHC's coefficient product z = RMSNorm(x; gain)·[A | B] computed from x itself
+// (model/residual/normed_product.hpp) against the way the designs computed it before: the
+// backend's RMSNorm writing the normalised rows, a product reading them, and in the backward the
+// gradient of the normalised rows formed by a product and handed to the RMSNorm's backward. The
+// rounding order differs, so in double the two agree to ~1e-12 relative, in float to ~1e-5; the
+// weight, gain and input gradients are checked as well as z, with W in two blocks (HC: W_α, W_β)
+// and in one (mHC: φ).
+#define BOOST_TEST_DYN_LINK
+#define BOOST_TEST_MODULE normed_product
+#include "model/residual/normed_product.hpp"
+
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/cpu/cpu_ops.hpp"
+#include "ops/cpu/rmsnorm.hpp"
+#include "support/gradcheck.hpp"
+
+using namespace db;
+
+namespace {
+
+template <class T>
+std::vector<T> random_values(size_t count, uint64_t seed, double scale = 1.0) {
+  const std::vector<double> v = test::random_vector(count, seed, scale);
+  return {v.begin(), v.end()};
+}
+
+// Largest |a − b| over max |b|.
+template <class T>
+double relative_error(const T* a, const std::vector<T>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
+}
+
+// rows × width input, W = [A (ca columns) | B (cb columns)].
+template <class T>
+void check_against_the_unfused_norm(int64_t rows, int width, int ca, int cb, double tolerance) {
+  const int m = ca + cb;
+  const double eps = 1e-5;
+  const std::vector<T> x = random_values<T>(size_t(rows) * width, 11 + width, 2.0);
+  std::vector<T> gain = random_values<T>(width, 12, 0.3);
+  for (T& g : gain) g += T(1);
+  const std::vector<T> a = random_values<T>(size_t(width) * ca, 13),
+                       b = random_values<T>(size_t(width) * cb, 14);
+  const std::vector<T> dz = random_values<T>(size_t(rows) * m, 15);
+  std::vector<T> W(size_t(width) * m);  // [A | B] in one matrix, for the reference product
+  for (int e = 0; e < width; ++e)
+    for (int c = 0; c < m; ++c) W[e * m + c] = c < ca ? a[e * ca + c] : b[e * cb + c - ca];
+
+  // The reference: normalised rows, their product, their gradient, RMSNorm's backward.
+  std::unique_ptr<Ops<T>> ops = make_cpu_ops<T>();
+  std::vector<T> xn(x.size()), rstd_ref(rows), z_ref(size_t(rows) * m);
+  cpu::rmsnorm_forward(xn.data(), rstd_ref.data(), x.data(), gain.data(), rows, width, eps);
+  ops->gemm(false, false, int(rows), m, width, T(1), xn.data(), width, W.data(), m, T(0),
+            z_ref.data(), m);
+  std::vector<T> dW_ref(W.size(), T(0.5)), dxn(x.size()), dx_ref(x.size(), T(0.25));
+  std::vector<T> dgain_ref(width, T(0.5));
+  ops->gemm(true, false, width, m, int(rows), T(1), xn.data(), width, dz.data(), m, T(1),
+            dW_ref.data(), m);
+  ops->gemm(false, true, int(rows), width, m, T(1), dz.data(), m, W.data(), m, T(0), dxn.data(),
+            width);
+  cpu::rmsnorm_backward(dx_ref.data(), dgain_ref.data(), dxn.data(), x.data(), gain.data(),
+                        rstd_ref.data(), rows, width, /*accumulate_dx=*/true);
+
+  // The product through x itself; the gradients accumulate onto the same starting values.
+  std::vector<T> z(z_ref.size()), rstd(rows), da(a.size(), T(0.5)), db(b.size(), T(0.5));
+  std::vector<T> dgain(width, T(0.5)), dx(x.size(), T(0.25));
+  Buffer<T> gw, dzs, G, dn;
+  const NormedWeights<T> w{gain.data(),  a.data(),  cb ? b.data() : nullptr, ca, cb,
+                           dgain.data(), da.data(), cb ? db.data() : nullptr};
+  normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, eps, w);
+  normed_product_backward(*ops, dx.data(), dz.data(), x.data(), rstd.data(), rows, width, w, gw,
+                          dzs, G, dn);
+
+  std::vector<T> dA_ref(a.size()), dB_ref(b.size());
+  for (int e = 0; e < width; ++e)
+    for (int c = 0; c < m; ++c)
+      (c < ca ? dA_ref[e * ca + c] : dB_ref[e * cb + c - ca]) = dW_ref[e * m + c];
+  const std::string shape = "rows " + std::to_string(rows) + " width " + std::to_string(width) +
+                            " columns " + std::to_string(ca) + "+" + std::to_string(cb);
+  BOOST_TEST(relative_error(rstd.data(), rstd_ref) == 0.0, "rstd (same sums): " << shape);
+  BOOST_TEST(relative_error(z.data(), z_ref) < tolerance, "z: " << shape);
+  BOOST_TEST(relative_error(da.data(), dA_ref) < tolerance, "dA: " << shape);
+  if (cb) BOOST_TEST(relative_error(db.data(), dB_ref) < tolerance, "dB: " << shape);
+  BOOST_TEST(relative_error(dgain.data(), dgain_ref) < tolerance, "dgain: " << shape);
+  BOOST_TEST(relative_error(dx.data(), dx_ref) < tolerance, "dx: " << shape);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(normed_product_matches_the_unfused_norm_and_product_in_double) {
+  check_against_the_unfused_norm<double>(37, 24, 5, 1, 1e-12);  // HC, n = 4: [W_α | W_β]
+  check_against_the_unfused_norm<double>(5, 130, 2, 1, 1e-12);  // HC, n = 1
+  check_against_the_unfused_norm<double>(9, 96, 15, 0, 1e-12);  // mHC, n = 3: φ alone
+  check_against_the_unfused_norm<double>(9, 96, 8, 0, 1e-12);   // dn per row at m = 8
+  // Folded weights beyond dn_from_rows: dn from a product (the mHC case above is, too).
+  check_against_the_unfused_norm<double>(7, 1536, 15, 0, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(normed_product_matches_the_unfused_norm_and_product_in_float) {
+  check_against_the_unfused_norm<float>(37, 24, 5, 1, 2e-5);
+  check_against_the_unfused_norm<float>(9, 96, 15, 0, 2e-5);
+  check_against_the_unfused_norm<float>(7, 1536, 15, 0, 2e-5);
+}
