@@ -17,9 +17,11 @@ void print_bench_text(const BenchResult& r) {
               r.tokens_per_second, r.flops_per_token * r.tokens_per_second * 1e-9, r.step_ms,
               r.peak_memory_bytes / double(1 << 30), r.loss);
   if (!r.device.empty()) std::printf(" mfu=%.2f%%", 100 * r.mfu());
-  std::printf("\nactivation_dtype: %s\nattention_paths: %s\ncuda_graphs: %s\nrecompute: %s\n",
-              r.activation_dtype.c_str(), r.attention_paths.c_str(), r.cuda_graphs.c_str(),
-              c.recompute.c_str());
+  std::printf(
+      "\nactivation_dtype: %s\nattention_paths: %s\ncuda_graphs: %s\nrecompute: %s\n"
+      "fused_kernels: %s\n",
+      r.activation_dtype.c_str(), r.attention_paths.c_str(), r.cuda_graphs.c_str(),
+      c.recompute.c_str(), c.fused_kernels.c_str());
   if (!r.device.empty())
     std::printf(
         "mfu is achieved FLOP/s ((6·N_non-embedding + 12·L·d·T + design extras) per token) over "
@@ -44,6 +46,7 @@ void print_bench_json(const BenchResult& r) {
   field("attention_paths", json_quote(r.attention_paths));
   field("cuda_graphs", json_quote(r.cuda_graphs));
   field("recompute", json_quote(c.recompute));
+  field("fused_kernels", json_quote(c.fused_kernels));
   field("threads", integer(r.threads));
   field("n_layer", integer(m.n_layer));
   field("d_model", integer(m.d_model));

@@ -112,6 +112,11 @@ class Backbone {
   // --- activation recomputation (train.recompute, layer_loop.hpp) --------------------------
   bool recompute_blocks() const { return recompute_ == Recompute::blocks; }
   void set_recompute(Recompute r) { recompute_ = r; }
+
+  // --- train.fused_kernels (ops_options.hpp): whether the designs and cores call their fused
+  // ops (add + norm, combine + norm, QK-norm + RoPE) or the separate ones.
+  bool fused_kernels() const { return fused_kernels_; }
+  void set_fused_kernels(bool on) { fused_kernels_ = on; }
   // Frees the attention and FFN caches of position p (its forward is re-run before its backward).
   void release_caches(int p) { cores_->release(p); }
 
@@ -152,6 +157,7 @@ class Backbone {
   Ops<T>& ops_;
   std::vector<int> schedule_;
   Recompute recompute_ = Recompute::none;
+  bool fused_kernels_ = true;
   int64_t batch_ = 0;
   int seq_len_ = 0;
   bool bf16_storage_ = false;

@@ -54,6 +54,7 @@ Model<T>::Model(const ModelConfig& config, const Backend& backend, const OpsOpti
   params_ = std::make_unique<ParameterStore<T>>(*layout_);
   backbone_ = std::make_unique<Backbone<T>>(config_, *layout_, *params_, *ops_,
                                             stores_bf16(options, !ops_->space().is_host()));
+  backbone_->set_fused_kernels(options.fused_kernels);
   design_ = make_design<T>(find_design(config.arch), config_);
 }
 

@@ -32,6 +32,48 @@ void SublayerCores<T, S>::rope(Backbone<T>& net, S* x, int heads, bool inverse) 
   ops_.rope(x, net.batch(), net.seq_len(), heads, c.head_dim(), c.rope_theta, inverse);
 }
 
+// The fused StorageOps calls, or under train.fused_kernels = off the interface's own
+// compositions of the separate calls (a qualified call does not dispatch to the override).
+template <class T, class S>
+void SublayerCores<T, S>::qk_norm_rope_forward(Backbone<T>& net, S* y, T* rstd, S* y_unrotated,
+                                               const S* x, const T* gain, int heads) {
+  const ModelConfig& c = net.config();
+  const int64_t B = net.batch();
+  const int Tn = net.seq_len(), hd = c.head_dim();
+  if (net.fused_kernels())
+    ops_.qk_norm_rope_forward(y, rstd, y_unrotated, x, gain, B, Tn, heads, hd, c.norm_eps,
+                              c.rope_theta);
+  else
+    ops_.StorageOps<T, S>::qk_norm_rope_forward(y, rstd, y_unrotated, x, gain, B, Tn, heads, hd,
+                                                c.norm_eps, c.rope_theta);
+}
+
+template <class T, class S>
+void SublayerCores<T, S>::qk_norm_rope_backward(Backbone<T>& net, S* dx, T* dgain, S* dy,
+                                                const S* dy_unrotated, const S* x, const T* gain,
+                                                const T* rstd, int heads) {
+  const ModelConfig& c = net.config();
+  const int64_t B = net.batch();
+  const int Tn = net.seq_len(), hd = c.head_dim();
+  if (net.fused_kernels())
+    ops_.qk_norm_rope_backward(dx, dgain, dy, dy_unrotated, x, gain, rstd, B, Tn, heads, hd,
+                               c.rope_theta);
+  else
+    ops_.StorageOps<T, S>::qk_norm_rope_backward(dx, dgain, dy, dy_unrotated, x, gain, rstd, B, Tn,
+                                                 heads, hd, c.rope_theta);
+}
+
+template <class T, class S>
+void SublayerCores<T, S>::rope_qk(Backbone<T>& net, S* q, S* k, bool inverse) {
+  const ModelConfig& c = net.config();
+  const int64_t B = net.batch();
+  const int Tn = net.seq_len(), hd = c.head_dim(), H = c.n_head, Hkv = c.kv_heads();
+  if (net.fused_kernels())
+    ops_.rope_qk(q, H, k, Hkv, B, Tn, hd, c.rope_theta, inverse);
+  else
+    ops_.StorageOps<T, S>::rope_qk(q, H, k, Hkv, B, Tn, hd, c.rope_theta, inverse);
+}
+
 template <class T, class S>
 void SublayerCores<T, S>::attention_forward(Backbone<T>& net, int p, const T* x, T* y) {
   const ModelConfig& c = net.config();
@@ -85,16 +127,13 @@ void SublayerCores<T, S>::attention_project(Backbone<T>& net, int p, const T* x,
   if (c.qk_norm) {  // RMSNorm over head_dim on q and k before RoPE (Qwen3), in one pass each
     a.q_rstd.resize(N * H);
     a.k_rstd.resize(N * Hkv);
-    ops_.qk_norm_rope_forward(a.q.data(), a.q_rstd.data(), nullptr, a.q_pre_norm.data(),
-                              net.value(net.block_param(p, "q_norm")), net.batch(), net.seq_len(),
-                              H, hd, c.norm_eps, c.rope_theta);
-    ops_.qk_norm_rope_forward(a.k.data(), a.k_rstd.data(), k_unrotated, a.k_pre_norm.data(),
-                              net.value(net.block_param(p, "k_norm")), net.batch(), net.seq_len(),
-                              Hkv, hd, c.norm_eps, c.rope_theta);
+    qk_norm_rope_forward(net, a.q.data(), a.q_rstd.data(), nullptr, a.q_pre_norm.data(),
+                         net.value(net.block_param(p, "q_norm")), H);
+    qk_norm_rope_forward(net, a.k.data(), a.k_rstd.data(), k_unrotated, a.k_pre_norm.data(),
+                         net.value(net.block_param(p, "k_norm")), Hkv);
   } else {
     if (k_unrotated) ops_.copy(k_unrotated, a.k.data(), N * Hkv * hd);
-    ops_.rope_qk(a.q.data(), H, a.k.data(), Hkv, net.batch(), net.seq_len(), hd, c.rope_theta,
-                 false);
+    rope_qk(net, a.q.data(), a.k.data(), false);
   }
 }
 
@@ -127,16 +166,14 @@ void SublayerCores<T, S>::attention_project_backward(Backbone<T>& net, int p, S*
     const int qn = net.block_param(p, "q_norm"), kn = net.block_param(p, "k_norm");
     scratch_b_.resize(N * H * hd);
     scratch_c_.resize(N * Hkv * hd);
-    ops_.qk_norm_rope_backward(scratch_b_.data(), net.grad(qn), dq, nullptr, a.q_pre_norm.data(),
-                               net.value(qn), a.q_rstd.data(), net.batch(), net.seq_len(), H, hd,
-                               c.rope_theta);
-    ops_.qk_norm_rope_backward(scratch_c_.data(), net.grad(kn), dk, dk_unrotated,
-                               a.k_pre_norm.data(), net.value(kn), a.k_rstd.data(), net.batch(),
-                               net.seq_len(), Hkv, hd, c.rope_theta);
+    qk_norm_rope_backward(net, scratch_b_.data(), net.grad(qn), dq, nullptr, a.q_pre_norm.data(),
+                          net.value(qn), a.q_rstd.data(), H);
+    qk_norm_rope_backward(net, scratch_c_.data(), net.grad(kn), dk, dk_unrotated,
+                          a.k_pre_norm.data(), net.value(kn), a.k_rstd.data(), Hkv);
     dq = scratch_b_.data();
     dk = scratch_c_.data();
   } else {
-    ops_.rope_qk(dq, H, dk, Hkv, net.batch(), net.seq_len(), hd, c.rope_theta, true);
+    rope_qk(net, dq, dk, true);
     if (dk_unrotated) ops_.axpby(dk, T(1), dk_unrotated, T(1), N * Hkv * hd);
   }
   const int wq = net.block_param(p, "wq"), wk = net.block_param(p, "wk"),

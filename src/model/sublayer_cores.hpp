@@ -78,6 +78,13 @@ class SublayerCores final : public SublayerCoresBase<T> {
   void rope(Backbone<T>& net, S* x, int heads, bool inverse);
 
  private:
+  // QK-norm + RoPE and RoPE on q and k: fused, or separate (train.fused_kernels = off).
+  void qk_norm_rope_forward(Backbone<T>& net, S* y, T* rstd, S* y_unrotated, const S* x,
+                            const T* gain, int heads);
+  void qk_norm_rope_backward(Backbone<T>& net, S* dx, T* dgain, S* dy, const S* dy_unrotated,
+                             const S* x, const T* gain, const T* rstd, int heads);
+  void rope_qk(Backbone<T>& net, S* q, S* k, bool inverse);
+
   struct FfnCache {
     const S* x = nullptr;
     Buffer<S> x_rounded, a, b, h;

@@ -26,6 +26,12 @@ ActivationDtype parse_activation_dtype(const std::string& name) {
   throw Error("unknown train.activation_dtype value '" + name + "' (valid: auto, fp32, bf16)");
 }
 
+bool parse_fused_kernels(const std::string& name) {
+  if (name == "on") return true;
+  if (name == "off") return false;
+  throw Error("unknown train.fused_kernels value '" + name + "' (valid: on, off)");
+}
+
 bool stores_bf16(const OpsOptions& options, bool gpu) {
   switch (options.activation_dtype) {
     case ActivationDtype::fp32:

@@ -1,7 +1,8 @@
 // How a backend's ops compute, chosen per run (doc/config.md, doc/cuda.md): the arithmetic of
 // the matrix products (train.precision), the attention path (train.attention), whether a
-// micro-batch is replayed from a CUDA graph (train.cuda_graphs) and what the sublayer cores
-// store their activations in (train.activation_dtype, read by the model). One struct, so that a
+// micro-batch is replayed from a CUDA graph (train.cuda_graphs), what the sublayer cores
+// store their activations in (train.activation_dtype) and whether fused kernels run
+// (train.fused_kernels; these two read by the model). One struct, so that a
 // new switch reaches Backend::make_float_ops without a new argument on every caller. A backend
 // ignores what it does not have: the CPU computes in fp32 with its one attention.
 #pragma once
@@ -56,11 +57,18 @@ inline const char* activation_dtype_choices() {
   return "auto | fp32 | bf16";
 }
 
+// train.fused_kernels, read by the model: on = the memory-bound pairs it has a fused op for run
+// as one (the residual add with the norm after it, the HC/mHC combine with its norm, QK-norm
+// with RoPE); off = the separate ops, the same math (on the CPU the same bits), for the lever
+// table and to set a fused kernel aside. "on" | "off", else db::Error naming the valid values.
+bool parse_fused_kernels(const std::string& name);
+
 struct OpsOptions {
   Precision precision = Precision::fp32;
   AttentionPath attention = AttentionPath::automatic;
   CudaGraphs cuda_graphs = CudaGraphs::automatic;
   ActivationDtype activation_dtype = ActivationDtype::automatic;
+  bool fused_kernels = true;
 };
 
 // Whether a model stores its cores' activations in bf16, on a GPU backend's ops or not.

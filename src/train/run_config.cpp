@@ -247,6 +247,15 @@ std::vector<Key> keys_of(RunConfig& c) {
          c.activation_dtype = t;
        },
        [&c] { return c.activation_dtype; }},
+      {"train.fused_kernels",
+       "on | off: run the memory-bound pairs the model has a fused op for as one kernel (the "
+       "residual add with the next norm, the HC/mHC combine with its norm, QK-norm with RoPE); "
+       "off: the separate ops, the same math",
+       [&c](const std::string& t) {
+         parse_fused_kernels(t);  // a bad value fails here, before anything runs
+         c.fused_kernels = t;
+       },
+       [&c] { return c.fused_kernels; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
@@ -371,7 +380,8 @@ std::string RunConfig::derived_name() const {
 
 OpsOptions RunConfig::ops_options() const {
   return {parse_precision(precision), parse_attention_path(attention),
-          parse_cuda_graphs(cuda_graphs), parse_activation_dtype(activation_dtype)};
+          parse_cuda_graphs(cuda_graphs), parse_activation_dtype(activation_dtype),
+          parse_fused_kernels(fused_kernels)};
 }
 
 std::string RunConfig::to_ini() const {

@@ -43,6 +43,7 @@ struct RunConfig {
   std::string cuda_graphs = "auto";
   // What the sublayer cores store activations in: auto | fp32 | bf16 (ops/ops_options.hpp)
   std::string activation_dtype = "auto";
+  std::string fused_kernels = "on";
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 

@@ -161,11 +161,13 @@ class TrainingRun {
   void write_final_results();
   TrainResult end_early(const Fault& fault, int64_t step);
   TrainResult finish(TrainResult result);
-  // The `attention_paths` attribute (Ops::attention_paths) and `activation_dtype`, what the
-  // sublayer cores stored (train.activation_dtype resolved): rank 0, with the run file open.
+  // The `attention_paths` attribute (Ops::attention_paths), `activation_dtype`, what the
+  // sublayer cores stored (train.activation_dtype resolved), and `fused_kernels`: rank 0, with
+  // the run file open.
   void record_attention_paths() {
     file_->set_attribute("attention_paths", model_.ops().attention_paths());
     file_->set_attribute("activation_dtype", model_.backbone().bf16_storage() ? "bf16" : "fp32");
+    file_->set_attribute("fused_kernels", model_.backbone().fused_kernels() ? "on" : "off");
   }
 
   const RunConfig& config_;

@@ -3,7 +3,8 @@
 // the op timer's calls (ops/timed_ops.hpp), and that the fused path gives the bits of the
 // unfused one — a depth-state observer makes Pre-LN settle each block's add with a plain axpby
 // before the next norm, so an observed model runs the two-step path at every block boundary
-// and at the final norm.
+// and at the final norm. And train.fused_kernels = off (ops_options.hpp): every design runs
+// the separate ops instead, with the same bits on the CPU.
 #define BOOST_TEST_MODULE fused_residual_norm
 #include <boost/test/unit_test.hpp>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "ops/backend.hpp"
+#include "support/design_variants.hpp"
 
 using namespace db;
 
@@ -49,11 +51,11 @@ struct Run {
 };
 
 Run run(const ModelConfig& config, Recompute recompute = Recompute::none,
-        bool observe_depth_states = false) {
+        bool observe_depth_states = false, const OpsOptions& options = {}) {
   Backend& cpu = find_backend("cpu");
   std::unique_ptr<SectionTimer> timer = cpu.make_section_timer();
   cpu.attach_section_timer(timer.get());
-  Model<float> model(config, cpu);
+  Model<float> model(config, cpu, options);
   cpu.attach_section_timer(nullptr);
   model.initialize(5);
   model.set_recompute(recompute);
@@ -124,4 +126,28 @@ BOOST_AUTO_TEST_CASE(deepnorm_and_keel_add_and_post_norm_in_one_call) {
   // KEEL: block 0's attention has no out-norm (plain Pre-LN add).
   const Run keel = run(tiny_config("keel"));
   BOOST_TEST(keel.calls("add_rmsnorm_forward") == 2 * kLayers - 1);
+}
+
+BOOST_AUTO_TEST_CASE(fused_kernels_off_runs_the_separate_ops_with_the_same_bits) {
+  OpsOptions off;
+  off.fused_kernels = false;
+  for (const test::Variant& v : test::state_changing_variants())
+    for (bool qk_norm_bf16 : {false, true}) {  // + QK-norm, GQA and bf16 storage (QK-norm + RoPE)
+      BOOST_TEST_CONTEXT(v.name() << (qk_norm_bf16 ? " qk_norm+gqa+bf16" : "")) {
+        ModelConfig c = tiny_config(v.arch);
+        c.design_options = v.options;
+        OpsOptions on, separate = off;
+        if (qk_norm_bf16) {
+          c.qk_norm = true;
+          c.n_kv_head = 2;
+          on.activation_dtype = separate.activation_dtype = ActivationDtype::bf16;
+        }
+        const Run fused = run(c, Recompute::none, false, on);
+        const Run unfused = run(c, Recompute::none, false, separate);
+        BOOST_TEST(unfused.calls("add_rmsnorm_forward") == 0);
+        BOOST_TEST(unfused.calls("add_layernorm_forward") == 0);
+        BOOST_TEST(unfused.loss == fused.loss);
+        BOOST_TEST(unfused.grads == fused.grads, boost::test_tools::per_element());
+      }
+    }
 }

@@ -86,12 +86,13 @@ class SingleStream : public LayerMixing<T> {
  protected:
   // y = RMSNorm(x)·gain of the stream x, the pending add first in the same op.
   void stream_norm(Backbone<T>& net, int gain, T* y, NormCache<T>& cache) {
-    if (pending_) {
+    if (pending_ && net.fused_kernels()) {
       // x' = 1·x + y: the same bits as y + x.
       net.add_rmsnorm_forward(gain, pending_, x_, pending_, 1.0, y, cache, net.rows(), net.d());
       x_ = pending_;
       pending_ = nullptr;
     } else {
+      settle(net);
       net.rmsnorm_forward(gain, x_, y, cache, net.rows(), net.d());
     }
   }

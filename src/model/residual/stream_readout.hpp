@@ -56,11 +56,17 @@ void stream_readout_backward(Backbone<T>& net, StreamReadout mode, const T* dfea
 // A sublayer's input x[r] = Σ_s w_rs·H[r, s] (w_rs = weights[(r·n + s)·stride]) and the core's
 // input u = RMSNorm(x)·gain in one pass over each row (combine_streams_rmsnorm), with `cache`
 // filled as Backbone::rmsnorm_forward fills it: net.rmsnorm_backward(gain_id, …, cache, …) is
-// the norm's backward. The same bits on the host as combine_streams then net.rmsnorm_forward.
+// the norm's backward. The same bits on the host as combine_streams then net.rmsnorm_forward,
+// which run instead under train.fused_kernels = off.
 template <class T>
 void combine_streams_normed(Backbone<T>& net, int gain_id, T* x, T* u, NormCache<T>& cache,
                             const T* H, const T* weights, int stride, int n) {
   const int64_t rows = net.rows();
+  if (!net.fused_kernels()) {  // train.fused_kernels = off: the two passes
+    combine_streams(net.ops().space(), x, H, weights, stride, rows, n, net.d());
+    net.rmsnorm_forward(gain_id, x, u, cache, rows, net.d());
+    return;
+  }
   cache.x = x;
   cache.rstd.resize(rows);
   combine_streams_rmsnorm(net.ops().space(), x, u, cache.rstd.data(), H, weights, stride,

@@ -94,13 +94,15 @@ class SublayerStack : public SingleStream<T> {
     // goes into the branch's buffer (branch + x: the same bits as x + branch); with α ≠ 1 into a
     // buffer of its own, rounded as the axpby of an in-place x = α·x + branch. With N_out the
     // add and the norm run as one op (DeepNorm, KEEL: ops.hpp add_rmsnorm_forward), which
-    // writes the sum once and gives the bits of the two steps.
+    // writes the sum once and gives the bits of the two steps (two ops under
+    // train.fused_kernels = off).
     T* sum = branch;
     if (f.alpha != 1.0) {
       c.sum.resize(count);
       sum = c.sum.data();
     }
-    if (f.out_norm.empty()) {
+    const bool fused = !f.out_norm.empty() && net.fused_kernels();
+    if (!fused) {
       if (f.alpha == 1.0) {
         add_into(net.ops(), branch, x_, count);
       } else {
@@ -108,11 +110,15 @@ class SublayerStack : public SingleStream<T> {
         net.ops().axpby(sum, T(1), branch, T(f.alpha), count);
       }
       x_ = sum;
-      return;
+      if (f.out_norm.empty()) return;
     }
     const int gain = net.block_param(p, f.out_norm);
     c.out_y.resize(count);
-    if (f.out_layernorm)
+    if (!fused && f.out_layernorm)
+      net.layernorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
+    else if (!fused)
+      net.rmsnorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
+    else if (f.out_layernorm)
       net.add_layernorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
                                 net.d());
     else
