@@ -38,12 +38,6 @@ ModelConfig config_of(const Variant& v, bool qk_norm) {
   return c;
 }
 
-OpsOptions storing(ActivationDtype dtype) {
-  OpsOptions o;
-  o.activation_dtype = dtype;
-  return o;
-}
-
 struct Step {
   double loss;
   std::vector<float> grads;
@@ -53,7 +47,7 @@ struct Step {
 // parameters are moved off their init, so that zero-initialised mixers carry gradients.
 Step train_step(const ModelConfig& c, ActivationDtype dtype,
                 Recompute recompute = Recompute::none) {
-  Model<float> model(c, find_backend("cpu"), storing(dtype));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = dtype});
   model.initialize(7);
   std::vector<float> values = model.params().values_to_host();
   Rng jitter(11);
@@ -124,8 +118,9 @@ BOOST_AUTO_TEST_CASE(automatic_storage_is_fp32_on_the_cpu) {
   const Step automatic = train_step(c, ActivationDtype::automatic);
   const Step fp32 = train_step(c, ActivationDtype::fp32);
   BOOST_TEST(automatic.grads == fp32.grads);
-  BOOST_TEST(stores_bf16(storing(ActivationDtype::automatic), /*gpu=*/false) == false);
-  OpsOptions gpu_bf16 = storing(ActivationDtype::automatic);
+  BOOST_TEST(stores_bf16(OpsOptions{.activation_dtype = ActivationDtype::automatic},
+                         /*gpu=*/false) == false);
+  OpsOptions gpu_bf16 = OpsOptions{.activation_dtype = ActivationDtype::automatic};
   gpu_bf16.precision = Precision::bf16;
   BOOST_TEST(stores_bf16(gpu_bf16, /*gpu=*/true) == true);
   gpu_bf16.precision = Precision::fp32;  // parity runs store fp32
@@ -139,7 +134,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_holds_less_memory_at_the_peak) {
   // What a first training step adds to the host bytes in use at its peak: the activations
   // kept for the backward and the scratch (the bf16 weight copy is allocated with the weights).
   auto peak_step_bytes = [&](ActivationDtype dtype) {
-    Model<float> model(c, find_backend("cpu"), storing(dtype));
+    Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = dtype});
     model.initialize(7);
     std::vector<int32_t> tokens(8 * 64);
     Rng rng(3);
@@ -161,7 +156,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_holds_less_memory_at_the_peak) {
 BOOST_AUTO_TEST_CASE(a_double_model_refuses_bf16_storage_in_one_line) {
   try {
     Model<double> model(config_of({"pre_ln", {}}, false), find_backend("cpu"),
-                        storing(ActivationDtype::bf16));
+                        OpsOptions{.activation_dtype = ActivationDtype::bf16});
     BOOST_FAIL("expected an error");
   } catch (const Error& e) {
     BOOST_TEST(std::string(e.what()).find("train.activation_dtype = bf16") == 0);

@@ -34,12 +34,6 @@ ModelConfig config_of(const std::string& arch) {
   return c;
 }
 
-OpsOptions storing(ActivationDtype dtype) {
-  OpsOptions o;
-  o.activation_dtype = dtype;
-  return o;
-}
-
 std::vector<int32_t> random_tokens(int64_t count, int vocab, uint64_t seed) {
   std::vector<int32_t> tokens(count);
   Rng rng(seed);
@@ -76,7 +70,7 @@ struct Curve {
 // what the AdamW step wrote.
 Curve train(const std::string& arch, int steps, bool stale_before_each_micro_batch) {
   const ModelConfig c = config_of(arch);
-  Model<float> model(c, find_backend("cpu"), storing(ActivationDtype::bf16));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = ActivationDtype::bf16});
   model.initialize(5);
   AdamW<float> optimizer(model.layout(), Recipe{});
   Curve curve;
@@ -100,7 +94,7 @@ Curve train(const std::string& arch, int steps, bool stale_before_each_micro_bat
 
 BOOST_AUTO_TEST_CASE(the_adamw_step_writes_the_bf16_rounding_of_the_weights_it_updates) {
   const ModelConfig c = config_of("pre_ln");
-  Model<float> model(c, find_backend("cpu"), storing(ActivationDtype::bf16));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = ActivationDtype::bf16});
   model.initialize(3);
   AdamW<float> optimizer(model.layout(), Recipe{});
   const std::vector<int32_t> tokens = random_tokens(kBatch * kSeqLen, c.vocab_size, 1);
@@ -119,7 +113,7 @@ BOOST_AUTO_TEST_CASE(the_adamw_step_writes_the_bf16_rounding_of_the_weights_it_u
 
 BOOST_AUTO_TEST_CASE(a_weight_load_leaves_the_copy_stale_until_the_next_forward_rounds_it) {
   const ModelConfig c = config_of("pre_ln");
-  Model<float> model(c, find_backend("cpu"), storing(ActivationDtype::bf16));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = ActivationDtype::bf16});
   model.initialize(3);
   const std::vector<int32_t> tokens = random_tokens(kBatch * kSeqLen, c.vocab_size, 1);
   model.forward_loss(tokens.data(), kBatch, kSeqLen);
@@ -141,7 +135,8 @@ BOOST_AUTO_TEST_CASE(a_weight_load_leaves_the_copy_stale_until_the_next_forward_
   const double loaded = model.forward_loss(tokens.data(), kBatch, kSeqLen);
   BOOST_TEST(model.params().bf16_copy_fresh());
   BOOST_TEST(stale_elements(model.params()) == 0);
-  Model<float> reference(c, find_backend("cpu"), storing(ActivationDtype::bf16));
+  Model<float> reference(c, find_backend("cpu"),
+                         OpsOptions{.activation_dtype = ActivationDtype::bf16});
   reference.initialize(4);
   const double expected = reference.forward_loss(tokens.data(), kBatch, kSeqLen);
   BOOST_TEST(std::memcmp(&loaded, &expected, sizeof(double)) == 0);
@@ -149,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_weight_load_leaves_the_copy_stale_until_the_next_forward_
 
 BOOST_AUTO_TEST_CASE(a_poked_weight_reaches_the_copy_at_the_next_forward) {
   const ModelConfig c = config_of("pre_ln");
-  Model<float> model(c, find_backend("cpu"), storing(ActivationDtype::bf16));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = ActivationDtype::bf16});
   model.initialize(3);
   AdamW<float> optimizer(model.layout(), Recipe{});
   const std::vector<int32_t> tokens = random_tokens(kBatch * kSeqLen, c.vocab_size, 1);
@@ -168,7 +163,7 @@ BOOST_AUTO_TEST_CASE(a_poked_weight_reaches_the_copy_at_the_next_forward) {
 
 BOOST_AUTO_TEST_CASE(reading_the_weights_does_not_make_the_copy_stale) {
   const ModelConfig c = config_of("pre_ln");
-  Model<float> model(c, find_backend("cpu"), storing(ActivationDtype::bf16));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = ActivationDtype::bf16});
   model.initialize(3);
   const std::vector<int32_t> tokens = random_tokens(kBatch * kSeqLen, c.vocab_size, 1);
   model.forward_loss(tokens.data(), kBatch, kSeqLen);
@@ -195,7 +190,8 @@ BOOST_AUTO_TEST_CASE(
 }
 
 BOOST_AUTO_TEST_CASE(without_bf16_storage_the_parameters_keep_no_copy) {
-  Model<float> fp32(config_of("pre_ln"), find_backend("cpu"), storing(ActivationDtype::fp32));
+  Model<float> fp32(config_of("pre_ln"), find_backend("cpu"),
+                    OpsOptions{.activation_dtype = ActivationDtype::fp32});
   BOOST_TEST(!fp32.params().has_bf16_copy());
   BOOST_TEST(fp32.params().bf16_copy_for_write() == nullptr);
   Model<double> wide(config_of("pre_ln"));

@@ -79,12 +79,6 @@ ModelConfig config_of(const Case& k) {
   return c;
 }
 
-OpsOptions storing(ActivationDtype dtype) {
-  OpsOptions o;
-  o.activation_dtype = dtype;
-  return o;
-}
-
 // Weights moved off their init by the init's own scale (zero-initialised mixers carry
 // gradients), as float values.
 std::vector<float> jittered_weights(const ModelConfig& c, uint64_t seed) {
@@ -109,7 +103,7 @@ struct Result {
 };
 
 Result ours(const ModelConfig& c, ActivationDtype dtype, uint64_t seed) {
-  Model<float> model(c, find_backend("cpu"), storing(dtype));
+  Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = dtype});
   model.params().copy_values_from_host(jittered_weights(c, seed));
   model.params().zero_grads();
   const std::vector<int32_t> tokens = batch_tokens(c, seed);

@@ -20,12 +20,6 @@ using namespace db;
 namespace {
 
 template <class T>
-std::vector<T> random_values(size_t count, uint64_t seed, double scale = 1.0) {
-  const std::vector<double> v = test::random_vector(count, seed, scale);
-  return {v.begin(), v.end()};
-}
-
-template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
@@ -34,9 +28,9 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 template <class T>
 void check_fused_equals_unfused(int64_t rows, int n, int d, int stride, bool with_gain) {
   const double eps = 1e-5;
-  const std::vector<T> H = random_values<T>(size_t(rows) * n * d, 7 + n);
-  const std::vector<T> weights = random_values<T>(size_t(rows) * n * stride, 8 + n, 0.7);
-  std::vector<T> gain = random_values<T>(d, 9, 0.2);
+  const std::vector<T> H = test::random_vector<T>(size_t(rows) * n * d, 7 + n);
+  const std::vector<T> weights = test::random_vector<T>(size_t(rows) * n * stride, 8 + n, 0.7);
+  std::vector<T> gain = test::random_vector<T>(d, 9, 0.2);
   for (T& g : gain) g += T(1);
   const T* g = with_gain ? gain.data() : nullptr;
 
@@ -80,8 +74,8 @@ BOOST_AUTO_TEST_CASE(fused_combine_and_rmsnorm_equal_the_unfused_pair_bitwise_in
 BOOST_AUTO_TEST_CASE(fused_combine_and_rmsnorm_output_has_unit_mean_square) {
   const int64_t rows = 4;
   const int n = 4, d = 64;
-  const std::vector<double> H = random_values<double>(size_t(rows) * n * d, 3, 5.0);
-  const std::vector<double> weights = random_values<double>(size_t(rows) * n, 4);
+  const std::vector<double> H = test::random_vector<double>(size_t(rows) * n * d, 3, 5.0);
+  const std::vector<double> weights = test::random_vector<double>(size_t(rows) * n, 4);
   std::vector<double> x(size_t(rows) * d), u(x.size()), rstd(rows);
   combine_streams_rmsnorm(MemorySpace::host, x.data(), u.data(), rstd.data(), H.data(),
                           weights.data(), 1, static_cast<const double*>(nullptr), 0.0, rows, n, d);

@@ -12,20 +12,13 @@
 
 #include "core/rng.hpp"
 #include "ops/cpu/cpu_ops.hpp"
+#include "support/gradcheck.hpp"
 
 using namespace db;
 
 namespace {
 
 using Types = boost::mpl::list<float, double>;
-
-template <class T>
-std::vector<T> random_values(size_t n, uint64_t seed, double scale = 1.0) {
-  Rng rng(seed);
-  std::vector<T> v(n);
-  for (T& x : v) x = T(rng.normal() * scale);
-  return v;
-}
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
@@ -65,8 +58,9 @@ void check_fused_matches_two_steps(bool layernorm) {
   auto ops = make_cpu_ops<T>();
   for (const Shape s : kShapes) {
     const int64_t count = s.rows * s.width;
-    const std::vector<T> x = random_values<T>(count, 1), branch = random_values<T>(count, 2, 0.3);
-    const std::vector<T> gain = random_values<T>(s.width, 3);
+    const std::vector<T> x = test::random_vector<T>(count, 1),
+                         branch = test::random_vector<T>(count, 2, 0.3);
+    const std::vector<T> gain = test::random_vector<T>(s.width, 3);
     for (const T alpha : {T(1), T(2.3784142300054421), T(48)}) {
       for (const T* g : {gain.data(), static_cast<const T*>(nullptr)}) {
         std::vector<T> sum, y(count), mean(s.rows), rstd(s.rows);
@@ -112,9 +106,9 @@ BOOST_AUTO_TEST_CASE(add_rmsnorm_computes_the_norm_of_alpha_x_plus_branch) {
   auto ops = make_cpu_ops<double>();
   const int64_t rows = 3;
   const int width = 5;
-  const std::vector<double> x = random_values<double>(rows * width, 4);
-  const std::vector<double> branch = random_values<double>(rows * width, 5);
-  const std::vector<double> gain = random_values<double>(width, 6);
+  const std::vector<double> x = test::random_vector<double>(rows * width, 4);
+  const std::vector<double> branch = test::random_vector<double>(rows * width, 5);
+  const std::vector<double> gain = test::random_vector<double>(width, 6);
   const double alpha = 1.5;
   std::vector<double> sum(rows * width), y(rows * width), rstd(rows);
   ops->add_rmsnorm_forward(sum.data(), y.data(), rstd.data(), x.data(), branch.data(), alpha,

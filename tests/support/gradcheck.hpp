@@ -12,10 +12,12 @@
 
 namespace db::test {
 
-inline std::vector<double> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+// n normal values times scale, as T.
+template <class T = double>
+std::vector<T> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
   Rng rng(seed);
-  std::vector<double> v(n);
-  for (double& x : v) x = rng.normal() * scale;
+  std::vector<T> v(n);
+  for (T& x : v) x = T(rng.normal() * scale);
   return v;
 }
 
