@@ -32,10 +32,17 @@ MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   const bool bf16 = stores_bf16(config.ops_options(), config.backend == "cuda");
   const double core_bytes = bf16 ? 2.0 * (4.0 * m.d_model + 3.0 * m.ff_dim() + 2.0 * m.d_model)
                                  : 4.0 * (4.0 * m.d_model + 3.0 * m.ff_dim());
-  const double block = core_bytes + 4.0 * (4.0 * m.d_model + design.state_values_per_token(m));
+  // Of the design's values, those it stores in the cores' type (MoDA's depth pools) take 2 bytes
+  // under bf16 storage; the rest are fp32.
+  const double stored = design.stored_values_per_token(m);
+  const auto design_bytes = [&](double values) {
+    return 4.0 * (values - stored) + (bf16 ? 2.0 : 4.0) * stored;
+  };
+  const double block =
+      core_bytes + 4.0 * 4.0 * m.d_model + design_bytes(design.state_values_per_token(m));
   const double per_token_blocks =
       parse_recompute(config.recompute) == Recompute::blocks
-          ? m.n_layer * 4.0 * design.recompute_values_per_token(m) + block
+          ? m.n_layer * design_bytes(design.recompute_values_per_token(m)) + block
           : m.n_layer * block;
   MemoryEstimate e;
   e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);  // values, gradients, bf16 copy

@@ -128,7 +128,8 @@ BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_one_weig
     bf16.activation_dtype = "auto";
     const ModelConfig& m = fp32.model;
     const double core = 4.0 * m.d_model + 3.0 * m.ff_dim();
-    const double saved_per_block = 4.0 * core - 2.0 * (core + 2.0 * m.d_model);
+    const double saved_per_block =
+        4.0 * core - 2.0 * (core + 2.0 * m.d_model) + 2.0 * d.stored_values_per_token(m);
     const MemoryEstimate wide = estimate_memory(fp32), narrow = estimate_memory(bf16);
     BOOST_TEST(wide.activations_bytes - narrow.activations_bytes ==
                    tokens(fp32) * m.n_layer * saved_per_block,
@@ -145,6 +146,37 @@ BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_one_weig
   RunConfig cpu_fp32 = cpu;
   cpu_fp32.activation_dtype = "fp32";
   BOOST_TEST(estimate_memory(cpu).activations_bytes == estimate_memory(cpu_fp32).activations_bytes);
+}
+
+// MoDA keeps its depth pools in the cores' type: 2 bytes per value under bf16 storage, in every
+// block's state and, under train.recompute = blocks, in the values every block keeps.
+BOOST_AUTO_TEST_CASE(values_a_design_stores_in_the_cores_type_take_its_bytes) {
+  for (const DesignInfo& d : all_designs()) {
+    const ModelConfig& m = config_of(d.name).model;
+    BOOST_TEST(d.stored_values_per_token(m) <= d.state_values_per_token(m), d.name);
+    BOOST_TEST(d.stored_values_per_token(m) <= d.recompute_values_per_token(m), d.name);
+  }
+  const ModelConfig& moda = config_of("moda").model;
+  const double pools = find_design("moda").stored_values_per_token(moda);
+  BOOST_TEST(pools == 4.0 * moda.kv_heads() * moda.head_dim());
+  for (const char* recompute : {"none", "blocks"}) {
+    RunConfig fp32 = config_of("moda");
+    fp32.backend = "cuda";
+    fp32.precision = "bf16";
+    fp32.activation_dtype = "fp32";
+    fp32.recompute = recompute;
+    RunConfig bf16 = fp32;
+    bf16.activation_dtype = "bf16";
+    RunConfig plain_fp32 = fp32, plain_bf16 = bf16;
+    plain_fp32.model.arch = plain_bf16.model.arch = "pre_ln";
+    const double design_saved =
+        (estimate_memory(fp32).activations_bytes - estimate_memory(bf16).activations_bytes) -
+        (estimate_memory(plain_fp32).activations_bytes -
+         estimate_memory(plain_bf16).activations_bytes);
+    // Every block's pools, and under recompute the one re-run block's state besides.
+    const double blocks = moda.n_layer + (std::string(recompute) == "blocks" ? 1 : 0);
+    BOOST_TEST(design_saved == tokens(fp32) * blocks * 2.0 * pools, recompute);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_cpu_run_on_several_ranks_counts_its_mpi_gradient_sums_scratch) {

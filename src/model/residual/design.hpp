@@ -67,6 +67,9 @@ struct DesignDescription {
   // freed: its input state and what the design keeps whatever the recompute (AttnRes's sources
   // and their gradients, MoDA's depth pools). Null: d, the single stream's input.
   double (*recompute_values_per_token_block)(const ModelConfig& config) = nullptr;
+  // How many of the values above (in both counts) the design stores in the cores' activation
+  // type, 2 bytes each under bf16 storage (MoDA's depth pools); the rest are fp32. Null: none.
+  double (*stored_values_per_token_block)(const ModelConfig& config) = nullptr;
 };
 
 struct DesignInfo : DesignDescription {
@@ -83,6 +86,9 @@ struct DesignInfo : DesignDescription {
   double recompute_values_per_token(const ModelConfig& config) const {
     return recompute_values_per_token_block ? recompute_values_per_token_block(config)
                                             : double(config.d_model);
+  }
+  double stored_values_per_token(const ModelConfig& config) const {
+    return stored_values_per_token_block ? stored_values_per_token_block(config) : 0.0;
   }
 };
 

@@ -261,7 +261,10 @@ DesignInfo moda_design() {
            [](const ModelConfig& c) { return 4.0 * c.kv_heads() * c.head_dim(); },
        // Under train.recompute = blocks: the stream a block reads and its depth entries.
        .recompute_values_per_token_block =
-           [](const ModelConfig& c) { return c.d_model + 4.0 * c.kv_heads() * c.head_dim(); }});
+           [](const ModelConfig& c) { return c.d_model + 4.0 * c.kv_heads() * c.head_dim(); },
+       // The depth pools are kept in the cores' activation type (bf16 under bf16 storage).
+       .stored_values_per_token_block =
+           [](const ModelConfig& c) { return 4.0 * c.kv_heads() * c.head_dim(); }});
 }
 
 }  // namespace db
