@@ -18,7 +18,8 @@ fields; checked against ptxas -v when written), which needs the fatbin's cubins 
 (nvcc 13 compresses only the PTX by default).
 
 usage: kernel_resources.py LIBRARY.a|OBJECT.o ...   (prints the table of every kernel)
-exit 0: every kernel passes; 1: a check failed; 2: the input could not be read.
+exit 0: every kernel passes; 1: a check failed; 2: the input could not be read; 77: no sm_90
+cubin in it (skipped: the limits above are Hopper's).
 """
 import re
 import struct
@@ -342,9 +343,9 @@ def main(args):
     except (OSError, ValueError, KeyError, struct.error) as e:
         print(f"kernel_resources: cannot read the cubins: {e}", file=sys.stderr)
         return 2
-    if not kernels:
-        print("kernel_resources: no sm_90 kernel in " + " ".join(args), file=sys.stderr)
-        return 2
+    if not kernels:  # built for other GPUs only (CMAKE_CUDA_ARCHITECTURES): the limits differ
+        print("kernel_resources: no sm_90 cubin in " + " ".join(args) + ": skipped")
+        return 77
     pretty = demangle(sorted(kernels))
     failures, matched = [], set()
     rows = []
@@ -357,7 +358,9 @@ def main(args):
         short = short if len(short) <= 110 else short[:107] + "..."
         rows.append((short, k, site))
         failures += [f"{short}\n    {p}" for p in problems]
-    stale = [e[4] + " /" + e[0] + "/" for i, e in enumerate(LAUNCHES) if i not in matched]
+    # cub's kernels are written down as a set whose members depend on cub's version
+    stale = [e[4] + " /" + e[0] + "/" for i, e in enumerate(LAUNCHES)
+             if i not in matched and not e[0].startswith("^void cub::")]
     failures += [f"LAUNCHES entry matches no kernel: {s}" for s in stale]
     # shared memory, stack (local memory per thread) and parameters in bytes
     print(f"{'regs':>4} {'threads':>7} {'static':>7} {'dynamic':>7} {'stack':>6} "
