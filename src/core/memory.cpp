@@ -6,8 +6,12 @@
 #include <new>
 #include <vector>
 
+#include "core/memory_poison.hpp"
+
 namespace db {
 namespace {
+
+std::atomic<bool> poison_new_host_memory{false};  // core/memory_poison.hpp
 
 class HostMemory final : public MemoryResource {
  public:
@@ -17,6 +21,7 @@ class HostMemory final : public MemoryResource {
     // 64-byte alignment: whole cache lines for the OpenMP loops, as std::vector gives for SIMD.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p) throw std::bad_alloc();
+    if (poison_new_host_memory.load(std::memory_order_relaxed)) std::memset(p, 0xFF, bytes);
     const size_t now = in_use += bytes;
     for (size_t peak = peak_in_use; now > peak && !peak_in_use.compare_exchange_weak(peak, now);) {
     }
@@ -61,6 +66,10 @@ void copy(void* dst, MemorySpace dst_space, const void* src, MemorySpace src_spa
 
 void zero(MemorySpace space, void* data, size_t bytes) {
   if (bytes > 0) space.resource().zero(data, bytes);
+}
+
+void set_poison_new_host_memory(bool on) {
+  poison_new_host_memory = on;
 }
 
 size_t host_bytes_in_use() {

@@ -2,7 +2,8 @@
 // random inputs (fp32 bound), and bit for bit against the CUDA pair it replaces — axpby, then
 // rmsnorm_forward / layernorm_forward on the sum — whose rounding and reduction order it shares
 // (norm_row.cuh). The in-place add (alpha = 1, sum = branch) and the up-weighted skip of
-// DeepNorm and KEEL (alpha ≠ 1); a width whose row needs more than 48 KiB of shared memory.
+// DeepNorm and KEEL (alpha ≠ 1); a width whose row needs more than 48 KiB of shared memory, and
+// one (12 280) whose row fits 48 KiB only without the kernel's static scratch.
 // Without a GPU each case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_add_rmsnorm
 #define BOOST_TEST_DYN_LINK
@@ -30,7 +31,7 @@ struct Shape {
 constexpr double kEps = 1e-6;
 
 void check(bool layernorm) {
-  for (const Shape s : {Shape{37, 1024}, Shape{5, 70}, Shape{3, 13000}}) {
+  for (const Shape s : {Shape{37, 1024}, Shape{5, 70}, Shape{3, 13000}, Shape{3, 12280}}) {
     const size_t count = size_t(s.N) * s.d;
     const Vec x = random_floats(count, 21), branch = random_floats(count, 22, 0.3);
     const Vec g = random_floats(s.d, 23);

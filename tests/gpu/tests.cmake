@@ -21,3 +21,13 @@ depthbench_device_sources(design_kernels_test ${CMAKE_CURRENT_LIST_DIR}/design_k
 add_test(NAME gpu.nccl_bucketed_sum_on_two_ranks
          COMMAND ${MPIRUN} -np 2 $<TARGET_FILE:nccl_bucketed_sum_test>)
 set_tests_properties(gpu.nccl_bucketed_sum_on_two_ranks PROPERTIES LABELS gpu TIMEOUT 300)
+# The static launch check (doc/cuda.md "Static launch check"): every kernel's registers, shared
+# and local memory from the sm_90 cubins of the libraries, against the launch configurations in
+# the script's table. Runs without a GPU; a kernel missing from the table fails it.
+if(SYSTEM_PYTHON)
+  add_test(NAME gpu.kernel_launch_resources
+           COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/kernel_resources.py
+                   $<TARGET_FILE:depthbench_cuda> $<TARGET_FILE:depthbench_lib>)
+  set_tests_properties(gpu.kernel_launch_resources PROPERTIES LABELS gpu TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endif()

@@ -6,6 +6,8 @@
 namespace db::cuda {
 namespace {
 using detail::kNormForwardThreads;
+using detail::kNormScratch;
+using detail::needs_shared_opt_in;
 using detail::norm_row_forward;
 
 // One block per row: the sum goes to global memory once and to shared memory, from which
@@ -18,7 +20,7 @@ __global__ void add_norm_forward_kernel(float* sum, float* __restrict__ y,
                                         const float* x, const float* branch, float alpha,
                                         const float* __restrict__ g, int d, float eps) {
   extern __shared__ float row_sum[];  // d floats
-  __shared__ float scratch[32];
+  __shared__ float scratch[kNormScratch];
   const int64_t row = blockIdx.x, base = row * d;
   for (int j = threadIdx.x; j < d; j += blockDim.x) {
     // axpby's rounding (elementwise.cu): alpha·x rounded, then the add; with alpha = 1 exactly
@@ -37,7 +39,7 @@ void add_norm_forward(float* sum, float* y, float* mean, float* rstd, const floa
                       double eps, cudaStream_t stream) {
   if (N <= 0) return;
   const size_t smem = size_t(d) * sizeof(float);
-  if (smem > 48 * 1024)
+  if (needs_shared_opt_in(smem))
     CUDA_CHECK(cudaFuncSetAttribute(add_norm_forward_kernel<kLayerNorm>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   add_norm_forward_kernel<kLayerNorm><<<unsigned(N), kNormForwardThreads, smem, stream>>>(

@@ -4,15 +4,25 @@
 // blockDim.x, ... in order and block_sum adds the threads' parts, with kNormForwardThreads
 // threads per block in both.
 #pragma once
+#include <cstddef>
+
 #include "ops/cuda/kernel_util.cuh"
 
 namespace db::cuda::detail {
 
 constexpr int kNormForwardThreads = 256;
+// The floats of block_sum's scratch that the norm kernels keep in static shared memory. They
+// count against the same 48 KiB per block as a launch's dynamic bytes: a launch opts in to more
+// (cudaFuncSetAttribute) when static + dynamic exceed it, not the dynamic bytes alone.
+constexpr int kNormScratch = 32;
+constexpr size_t kDefaultSharedBytes = 48 * 1024;
+inline bool needs_shared_opt_in(size_t dynamic_bytes) {
+  return dynamic_bytes + kNormScratch * sizeof(float) > kDefaultSharedBytes;
+}
 
 // yr = g ⊙ (xr − μ)·r with r = 1/sqrt(mean((xr − μ)²) + eps), μ = mean(xr) for LayerNorm, else
-// 0. Thread 0 writes *rstd_out (and *mean_out). scratch: 32 floats of shared memory. xr may be
-// global or shared memory; every thread of the block must call.
+// 0. Thread 0 writes *rstd_out (and *mean_out). scratch: kNormScratch floats of shared memory. xr
+// may be global or shared memory; every thread of the block must call.
 template <class TX, class TY, bool kLayerNorm>
 __device__ __forceinline__ void norm_row_forward(TY* yr, float* mean_out, float* rstd_out,
                                                  const TX* xr, const float* g, int d, float eps,

@@ -9,6 +9,8 @@ namespace {
 using detail::block_sum;
 using detail::from_float;
 using detail::kNormForwardThreads;
+using detail::kNormScratch;
+using detail::needs_shared_opt_in;
 using detail::norm_row_forward;
 using detail::to_float;
 
@@ -20,7 +22,7 @@ template <class TX, class TY, bool kLayerNorm>
 __global__ void norm_forward_kernel(TY* __restrict__ y, float* __restrict__ mean_out,
                                     float* __restrict__ rstd_out, const TX* __restrict__ x,
                                     const float* __restrict__ g, int d, float eps) {
-  __shared__ float scratch[32];
+  __shared__ float scratch[kNormScratch];
   const int64_t row = blockIdx.x;
   norm_row_forward<TX, TY, kLayerNorm>(y + row * d, kLayerNorm ? mean_out + row : nullptr,
                                        rstd_out + row, x + row * d, g, d, eps, scratch);
@@ -37,7 +39,7 @@ __global__ void norm_backward_kernel(TX* __restrict__ dx, float* __restrict__ dg
                                      const float* __restrict__ rstd, int64_t N, int d,
                                      bool accumulate_dx) {
   extern __shared__ float dg_local[];  // d floats when dg_partial != null
-  __shared__ float scratch[32];
+  __shared__ float scratch[kNormScratch];
   if (dg_partial)
     for (int j = threadIdx.x; j < d; j += blockDim.x) dg_local[j] = 0.f;
   const int64_t begin = int64_t(blockIdx.x) * kRowsPerBlock;
@@ -96,7 +98,7 @@ void norm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const float* g,
   float* partial = nullptr;
   if (dg) CUDA_CHECK(malloc_async(&partial, size_t(blocks) * d * sizeof(float), stream));
   const size_t smem = dg ? size_t(d) * sizeof(float) : 0;
-  if (smem > 48 * 1024)
+  if (needs_shared_opt_in(smem))
     CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<TX, TY, kLayerNorm>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   norm_backward_kernel<TX, TY, kLayerNorm>
