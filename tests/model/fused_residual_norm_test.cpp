@@ -3,8 +3,8 @@
 // the op timer's calls (ops/timed_ops.hpp), and that the fused path gives the bits of the
 // unfused one — a depth-state observer makes Pre-LN, Sandwich-LN and MoDA settle each block's
 // add with a plain axpby before the next norm, so an observed model runs the two-step path at
-// every block boundary and at the final norm. And train.fused_kernels = off (ops_options.hpp): every design runs
-// the separate ops instead, with the same bits on the CPU.
+// every block boundary and at the final norm. And train.fused_kernels = off (ops_options.hpp):
+// every design runs the separate ops instead, with the same bits on the CPU.
 #define BOOST_TEST_MODULE fused_residual_norm
 #include <boost/test/unit_test.hpp>
 #include <string>
