@@ -1,8 +1,9 @@
 // The tuned bf16 storage kernels against the kernels they replace (issue 22, levers 2 and 3):
-//  * the packed element-wise kernels (ops/cuda/packed_access.cuh: convert, axpby, SwiGLU, RoPE,
-//    16 bytes per access where aligned) against their one-value-per-thread twins (*_scalar),
-//    bit for bit, in bf16 and fp32, on aligned and misaligned tensors and counts that leave a
-//    tail (1, 7, 13, 3001, 65541);
+//  * the packed element-wise kernels (ops/cuda/packed_access.cuh: convert, axpby, add_into,
+//    scale_into, SwiGLU, RoPE, 16 bytes per access where aligned) against their
+//    one-value-per-thread twins (*_scalar), bit for bit, in bf16 and fp32, on aligned tensors,
+//    tensors all misaligned alike (the head peeled), tensors misaligned differently (the
+//    one-value kernel) and counts that leave a tail (1, 7, 13, 3001, 65541);
 //  * RoPE on q and k in one launch against two single-tensor launches, bit for bit;
 //  * the QK-norm of one warp per row (ops/cuda/qk_norm.hpp) against rmsnorm<bf16, bf16>'s
 //    256-thread block per row: y, rstd bit for bit; dgain within 1e-6 and dx within 8e-3
@@ -44,8 +45,9 @@ namespace {
 const int kHeadDims[] = {40, 50, 56, 60, 64, 70, 76, 128};
 // Counts that leave no tail, a tail, or only a tail.
 const int64_t kCounts[] = {1, 7, 13, 64, 3001, 65541};
-// Element offsets into the allocations: 0 aligned; 1 and 3 off the 16-byte alignment (the
-// one-value path); 8 aligned again (16 bytes of bf16, 32 of fp32).
+// Element offsets into the allocations: 0 aligned; 1 and 3 off the 16-byte alignment (with
+// every tensor at the same offset, the head before the first pack boundary done one value per
+// thread); 8 aligned again (16 bytes of bf16, 32 of fp32).
 const size_t kOffsets[] = {0, 1, 3, 8};
 
 float to_float_value(float v) {
@@ -163,6 +165,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(packed_axpby_gives_the_one_value_kernels_bits_in_e
         cuda::axpby_scalar(z2.data(), c.a, z2.data(), c.b, n);
         BOOST_TEST(same_bits("axpby in place", z1, z2), "n = " << n << ", offset " << offset);
       }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(packed_add_into_and_scale_into_give_the_one_value_kernels_bits, T,
+                              ElementTypes) {
+  DB_REQUIRE_GPU();
+  uint64_t seed = 150;
+  for (int64_t n : kCounts)
+    for (size_t offset : kOffsets) {
+      const Vec acc = random_floats(n, seed++, 3.0), x = random_floats(n, seed++);
+      Tensor<T> tx(x, offset), acc1(acc, offset), acc2(acc, offset);
+      cuda::add_into(acc1.data(), tx.data(), n);
+      cuda::add_into_scalar(acc2.data(), tx.data(), n);
+      BOOST_TEST(same_bits("add_into", acc1, acc2), "n = " << n << ", offset " << offset);
+      // An fp32 sum of a bf16 branch (8 values a pack: two accesses of the fp32 sum).
+      Tensor<bf16> narrow(x, offset);
+      Tensor<float> wide1(acc, offset), wide2(acc, offset);
+      cuda::add_into(wide1.data(), narrow.data(), n);
+      cuda::add_into_scalar(wide2.data(), narrow.data(), n);
+      BOOST_TEST(same_bits("add_into fp32 += bf16", wide1, wide2),
+                 "n = " << n << ", offset " << offset);
+      Tensor<T> s1(x, offset), s2(x, offset);
+      cuda::scale_into(s1.data(), 0.7071f, n);
+      cuda::scale_into_scalar(s2.data(), 0.7071f, n);
+      BOOST_TEST(same_bits("scale_into", s1, s2), "n = " << n << ", offset " << offset);
+    }
+  // Operands misaligned by different amounts: no head aligns both, the one-value kernel.
+  const int64_t n = 3001;
+  const Vec acc = random_floats(n, 190), x = random_floats(n, 191);
+  Tensor<T> tx(x, 3), acc1(acc, 1), acc2(acc, 1);
+  cuda::add_into(acc1.data(), tx.data(), n);
+  cuda::add_into_scalar(acc2.data(), tx.data(), n);
+  BOOST_TEST(same_bits("add_into, mixed alignment", acc1, acc2));
 }
 
 BOOST_AUTO_TEST_CASE(packed_conversions_give_the_one_value_kernels_bits) {

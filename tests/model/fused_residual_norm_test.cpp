@@ -1,10 +1,10 @@
 // The residual add fused with the norm after it (ops.hpp add_rmsnorm_forward; stream.hpp's
 // pending add, sublayer.hpp's sum + N_out): which designs run it how often, counted through
 // the op timer's calls (ops/timed_ops.hpp), and that the fused path gives the bits of the
-// unfused one — a depth-state observer makes Pre-LN settle each block's add with a plain axpby
-// before the next norm, so an observed model runs the two-step path at every block boundary
-// and at the final norm. And train.fused_kernels = off (ops_options.hpp): every design runs
-// the separate ops instead, with the same bits on the CPU.
+// unfused one — a depth-state observer makes Pre-LN, Sandwich-LN and MoDA settle each block's
+// add with a plain axpby before the next norm, so an observed model runs the two-step path at
+// every block boundary and at the final norm. And train.fused_kernels = off (ops_options.hpp):
+// every design runs the separate ops instead, with the same bits on the CPU.
 #define BOOST_TEST_MODULE fused_residual_norm
 #include <boost/test/unit_test.hpp>
 #include <string>
@@ -90,26 +90,60 @@ BOOST_AUTO_TEST_CASE(pre_ln_and_lns_fuse_every_residual_add_with_the_next_norm) 
   }
 }
 
+BOOST_AUTO_TEST_CASE(sandwich_ln_and_moda_fuse_every_residual_add_with_the_next_pre_norm) {
+  // 2L − 1 sublayer boundaries and the final norm, as Pre-LN; Sandwich-LN's branch norms
+  // (one per sublayer) stay plain norms, as does the first pre-norm.
+  const Run sandwich = run(tiny_config("sandwich_ln"));
+  BOOST_TEST(sandwich.calls("add_rmsnorm_forward") == 2 * kLayers);
+  BOOST_TEST(sandwich.calls("rmsnorm_forward") == 2 * kLayers + 1);
+  // The only axpby left is the backward's dx = α·dz of each sublayer: no add on its own.
+  BOOST_TEST(sandwich.calls("axpby") == 2 * kLayers);
+  for (const char* rope_depth_keys : {"false", "true"}) {
+    BOOST_TEST_CONTEXT("moda, moda_rope_depth_keys = " << rope_depth_keys) {
+      ModelConfig c = tiny_config("moda");
+      c.design_options["moda_rope_depth_keys"] = rope_depth_keys;
+      const Run moda = run(c);
+      BOOST_TEST(moda.calls("add_rmsnorm_forward") == 2 * kLayers);
+      BOOST_TEST(moda.calls("rmsnorm_forward") == 1);
+    }
+  }
+  // moda_post_norm: the add and N_out in one call (as DeepNorm), the final norm on its own.
+  ModelConfig post = tiny_config("moda");
+  post.design_options["moda_post_norm"] = "true";
+  const Run moda_post = run(post);
+  BOOST_TEST(moda_post.calls("add_rmsnorm_forward") == 2 * kLayers);
+  BOOST_TEST(moda_post.calls("rmsnorm_forward") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(observed_depth_states_settle_the_add_and_give_the_same_bits) {
-  const Run fused = run(tiny_config("pre_ln"));
-  const Run observed = run(tiny_config("pre_ln"), Recompute::none, /*observe=*/true);
-  // Each depth state z_1..z_L is settled by a plain add before the norm that follows it.
-  BOOST_TEST(observed.calls("add_rmsnorm_forward") == kLayers);
-  BOOST_TEST(observed.calls("rmsnorm_forward") == kLayers + 1);
-  BOOST_TEST(observed.calls("axpby") == kLayers);
-  BOOST_TEST(observed.loss == fused.loss);
-  BOOST_TEST(observed.grads == fused.grads, boost::test_tools::per_element());
+  for (const char* arch : {"pre_ln", "sandwich_ln", "moda"}) {
+    BOOST_TEST_CONTEXT(arch) {
+      const Run fused = run(tiny_config(arch));
+      const Run observed = run(tiny_config(arch), Recompute::none, /*observe=*/true);
+      // Each depth state z_1..z_L is settled by a plain add before the norm that follows it.
+      BOOST_TEST(observed.calls("add_rmsnorm_forward") == kLayers);
+      BOOST_TEST(observed.calls("rmsnorm_forward") == fused.calls("rmsnorm_forward") + kLayers);
+      BOOST_TEST(observed.calls("axpby") == fused.calls("axpby") + kLayers);
+      BOOST_TEST(observed.loss == fused.loss);
+      BOOST_TEST(observed.grads == fused.grads, boost::test_tools::per_element());
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(recomputed_blocks_fuse_inside_each_block_and_give_the_same_bits) {
-  const Run fused = run(tiny_config("pre_ln"));
-  const Run recomputed = run(tiny_config("pre_ln"), Recompute::blocks);
-  // The add at a block's end is settled so that the block keeps one buffer; the add inside
-  // the block is fused, in the forward and in the backward's re-run.
-  BOOST_TEST(recomputed.calls("add_rmsnorm_forward") == 2 * kLayers);
-  BOOST_TEST(recomputed.calls("rmsnorm_forward") == 2 * kLayers + 1);
-  BOOST_TEST(recomputed.loss == fused.loss);
-  BOOST_TEST(recomputed.grads == fused.grads, boost::test_tools::per_element());
+  for (const char* arch : {"pre_ln", "sandwich_ln", "moda"}) {
+    BOOST_TEST_CONTEXT(arch) {
+      const Run fused = run(tiny_config(arch));
+      const Run recomputed = run(tiny_config(arch), Recompute::blocks);
+      // The add at a block's end is settled so that the block keeps one buffer; the add inside
+      // the block is fused, in the forward and in the backward's re-run.
+      BOOST_TEST(recomputed.calls("add_rmsnorm_forward") == 2 * kLayers);
+      BOOST_TEST(recomputed.loss == fused.loss);
+      BOOST_TEST(recomputed.grads == fused.grads, boost::test_tools::per_element());
+    }
+  }
+  const Run pre_ln = run(tiny_config("pre_ln"), Recompute::blocks);
+  BOOST_TEST(pre_ln.calls("rmsnorm_forward") == 2 * kLayers + 1);
 }
 
 BOOST_AUTO_TEST_CASE(deepnorm_and_keel_add_and_post_norm_in_one_call) {
@@ -123,9 +157,11 @@ BOOST_AUTO_TEST_CASE(deepnorm_and_keel_add_and_post_norm_in_one_call) {
   const Run deepnorm_rms = run(rms);
   BOOST_TEST(deepnorm_rms.calls("add_rmsnorm_forward") == 2 * kLayers);
 
-  // KEEL: block 0's attention has no out-norm (plain Pre-LN add).
+  // KEEL: block 0's attention has no out-norm (a plain Pre-LN add), which goes pending into
+  // block 0's FFN pre-norm: every sublayer's add is fused.
   const Run keel = run(tiny_config("keel"));
-  BOOST_TEST(keel.calls("add_rmsnorm_forward") == 2 * kLayers - 1);
+  BOOST_TEST(keel.calls("add_rmsnorm_forward") == 2 * kLayers);
+  BOOST_TEST(keel.calls("rmsnorm_forward") == 2 * kLayers);  // 2L − 1 N_in, the final norm
 }
 
 BOOST_AUTO_TEST_CASE(fused_kernels_off_runs_the_separate_ops_with_the_same_bits) {

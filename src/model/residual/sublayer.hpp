@@ -63,13 +63,16 @@ class SublayerStack : public SingleStream<T> {
   SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
-    const int64_t rows = net.rows(), count = rows * net.d();
-    const T* u = x_;
-    if (!f.in_norm.empty()) {
+    const int64_t count = net.rows() * net.d();
+    const T* u = nullptr;
+    if (!f.in_norm.empty()) {  // the add the previous sublayer left pending goes with N_in
       c.u.resize(count);
-      net.rmsnorm_forward(net.block_param(p, f.in_norm), x_, c.u.data(), c.in, rows, net.d());
+      stream_norm(net, net.block_param(p, f.in_norm), c.u.data(), c.in);
       scale_into(net.ops(), c.u.data(), f.in_scale, count);
       u = c.u.data();
+    } else {
+      settle(net);
+      u = x_;
     }
     Buffer<T>& y = output(f, c);
     y.resize(count);
@@ -79,6 +82,7 @@ class SublayerStack : public SingleStream<T> {
 
   // Every step writes a buffer of this sublayer's own, so x and what the caches saw stay.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    settle(net);  // nothing is pending here in the layer loop's order
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
@@ -88,6 +92,13 @@ class SublayerStack : public SingleStream<T> {
       net.rmsnorm_forward(net.block_param(p, f.branch_norm), c.y.data(), c.branch_y.data(),
                           c.branch, rows, net.d());
       branch = c.branch_y.data();
+    }
+    // x' = branch + x without N_out (Sandwich-LN, MoDA, KEEL's block-0 attention): left pending
+    // for the norm that reads x' next, as Pre-LN's (SingleStream::stream_norm), into the
+    // branch's buffer.
+    if (f.alpha == 1.0 && f.out_norm.empty()) {
+      pending_ = branch;
+      return;
     }
     // sum = α·x + branch. The backward reads neither the branch (y without a branch norm: the
     // core's backward does not read its output) nor the norm's output, so with α = 1 the sum
@@ -126,7 +137,10 @@ class SublayerStack : public SingleStream<T> {
     x_ = c.out_y.data();
   }
 
-  void release_block(Backbone<T>&, int p) override {
+  // The block's output, the state kept, is one buffer once its pending add is done (under
+  // train.recompute = blocks the add at the block's end is therefore not fused).
+  void release_block(Backbone<T>& net, int p) override {
+    settle(net);
     for (Cache* c : {&caches_[2 * p], &caches_[2 * p + 1]}) {
       for (NormCache<T>* norm : {&c->in, &c->branch, &c->out}) norm->release();
       for (Buffer<T>* b : {&c->u, &c->y, &c->branch_y, &c->sum, &c->out_y}) release_unless(*b, x_);
@@ -169,7 +183,10 @@ class SublayerStack : public SingleStream<T> {
 
  private:
   using SingleStream<T>::x_;
+  using SingleStream<T>::pending_;
   using SingleStream<T>::dx_;
+  using SingleStream<T>::settle;
+  using SingleStream<T>::stream_norm;
 
   // What sublayer k keeps: its norms' statistics and the tensors it wrote (each absent part of
   // its form stays empty): N_in's output u, the core's output y, N_branch(y), the sum α·x + ...

@@ -5,49 +5,59 @@
 
 namespace db::cuda {
 namespace {
+using detail::for_each_pack;
 using detail::from_float;
 using detail::grid_for;
 using detail::load_pack;
+using detail::pack_head;
 using detail::pack_width;
-using detail::packs_aligned;
 using detail::store_pack;
 using detail::to_float;
 
 constexpr int kThreads = 256;
 
-// Packs of W values (packed_access.cuh), then the n % W values after the last pack.
+// Each kernel below: packs of W values from `head` on (packed_access.cuh, for_each_pack), the
+// head and the values after the last pack one per thread through the same formula.
 template <int W, class TD, class TS>
-__global__ void convert_kernel(TD* dst, const TS* src, int64_t n) {
-  const int64_t packs = n / W;
-  DB_GRID_STRIDE_LOOP(p, packs) {
-    float v[W];
-    load_pack<W>(src + p * W, v);
-    store_pack<W>(dst + p * W, v);
-  }
-  DB_GRID_STRIDE_LOOP_FROM(i, packs * W, n) {
-    dst[i] = from_float<TD>(to_float(src[i]));
-  }
+__global__ void convert_kernel(TD* dst, const TS* src, int64_t n, int64_t head) {
+  for_each_pack<W>(
+      n, head,
+      [&](int64_t i) {
+        float v[W];
+        load_pack<W>(src + i, v);
+        store_pack<W>(dst + i, v);
+      },
+      [&](int64_t i) { dst[i] = from_float<TD>(to_float(src[i])); });
 }
 
-template <int W, class TD, class TS>
-void convert_launch(TD* dst, const TS* src, int64_t count, cudaStream_t stream) {
-  convert_kernel<W>
-      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(dst, src, count);
-  CUDA_CHECK_LAUNCH();
+// acc[i] + x[i] in fp32, rounded once to acc's type.
+template <int W, class TA, class TX>
+__global__ void add_kernel(TA* acc, const TX* x, int64_t n, int64_t head) {
+  for_each_pack<W>(
+      n, head,
+      [&](int64_t i) {
+        float av[W], xv[W];
+        load_pack<W>(acc + i, av);
+        load_pack<W>(x + i, xv);
+#pragma unroll
+        for (int e = 0; e < W; ++e) av[e] += xv[e];
+        store_pack<W>(acc + i, av);
+      },
+      [&](int64_t i) { acc[i] = from_float<TA>(to_float(acc[i]) + to_float(x[i])); });
 }
 
-template <class TA, class TX>
-__global__ void add_kernel(TA* acc, const TX* x, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    acc[i] = from_float<TA>(to_float(acc[i]) + to_float(x[i]));
-}
-
-template <class T>
-__global__ void scale_kernel(T* x, float s, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    x[i] = from_float<T>(to_float(x[i]) * s);
+template <int W, class T>
+__global__ void scale_kernel(T* x, float s, int64_t n, int64_t head) {
+  for_each_pack<W>(
+      n, head,
+      [&](int64_t i) {
+        float v[W];
+        load_pack<W>(x + i, v);
+#pragma unroll
+        for (int e = 0; e < W; ++e) v[e] *= s;
+        store_pack<W>(x + i, v);
+      },
+      [&](int64_t i) { x[i] = from_float<T>(to_float(x[i]) * s); });
 }
 
 // The three cases of the CPU loop (ops/cpu/cpu_ops.cpp), so that b = 0 never reads y (which may
@@ -61,37 +71,63 @@ __device__ __forceinline__ float axpby_value(float a, float x, float b, float y_
 
 // y may be x (y = b·y + a·y: each value is read before it is written, by the same thread).
 template <int W, class T>
-__global__ void axpby_kernel(T* y, float a, const T* x, float b, int64_t n) {
-  const int64_t packs = n / W;
-  DB_GRID_STRIDE_LOOP(p, packs) {
-    float xv[W], yv[W] = {};
-    load_pack<W>(x + p * W, xv);
-    if (b != 0.f) load_pack<W>(y + p * W, yv);
+__global__ void axpby_kernel(T* y, float a, const T* x, float b, int64_t n, int64_t head) {
+  for_each_pack<W>(
+      n, head,
+      [&](int64_t i) {
+        float xv[W], yv[W] = {};
+        load_pack<W>(x + i, xv);
+        if (b != 0.f) load_pack<W>(y + i, yv);
 #pragma unroll
-    for (int e = 0; e < W; ++e) yv[e] = axpby_value(a, xv[e], b, yv[e]);
-    store_pack<W>(y + p * W, yv);
-  }
-  DB_GRID_STRIDE_LOOP_FROM(i, packs * W, n) {
-    y[i] = from_float<T>(axpby_value(a, to_float(x[i]), b, b != 0.f ? to_float(y[i]) : 0.f));
-  }
+        for (int e = 0; e < W; ++e) yv[e] = axpby_value(a, xv[e], b, yv[e]);
+        store_pack<W>(y + i, yv);
+      },
+      [&](int64_t i) {
+        y[i] = from_float<T>(axpby_value(a, to_float(x[i]), b, b != 0.f ? to_float(y[i]) : 0.f));
+      });
 }
 
-template <int W, class T>
-void axpby_launch(T* y, float a, const T* x, float b, int64_t count, cudaStream_t stream) {
-  axpby_kernel<W>
-      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(y, a, x, b, count);
+// The launches: W values per thread from `head` on (W = 1, head = 0: one value per thread).
+template <int W, class TD, class TS>
+void convert_launch(TD* dst, const TS* src, int64_t count, int64_t head, cudaStream_t stream) {
+  convert_kernel<W>
+      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(dst, src, count, head);
   CUDA_CHECK_LAUNCH();
 }
 
+template <int W, class TA, class TX>
+void add_launch(TA* acc, const TX* x, int64_t count, int64_t head, cudaStream_t stream) {
+  add_kernel<W>
+      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(acc, x, count, head);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <int W, class T>
+void scale_launch(T* x, float s, int64_t count, int64_t head, cudaStream_t stream) {
+  scale_kernel<W>
+      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(x, s, count, head);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <int W, class T>
+void axpby_launch(T* y, float a, const T* x, float b, int64_t count, int64_t head,
+                  cudaStream_t stream) {
+  axpby_kernel<W>
+      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(y, a, x, b, count, head);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Packed from the head on where the tensors allow it (pack_head), else one value per thread.
 template <class T>
 void axpby_packed_where_aligned(T* y, float a, const T* x, float b, int64_t count,
                                 cudaStream_t stream) {
   if (count <= 0) return;
   constexpr int W = pack_width<T>();
-  if (packs_aligned<W>(y, x))
-    axpby_launch<W>(y, a, x, b, count, stream);
+  const int64_t head = pack_head<W>(count, y, x);
+  if (head >= 0)
+    axpby_launch<W>(y, a, x, b, count, head, stream);
   else
-    axpby_launch<1>(y, a, x, b, count, stream);
+    axpby_launch<1>(y, a, x, b, count, 0, stream);
 }
 
 __device__ uint64_t splitmix(uint64_t z) {
@@ -129,29 +165,48 @@ template <class TD, class TS>
 void convert(TD* dst, const TS* src, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
   constexpr int W = pack_width<TD, TS>();
-  if (packs_aligned<W>(dst, src))
-    convert_launch<W>(dst, src, count, stream);
+  const int64_t head = pack_head<W>(count, dst, src);
+  if (head >= 0)
+    convert_launch<W>(dst, src, count, head, stream);
   else
-    convert_launch<1>(dst, src, count, stream);
+    convert_launch<1>(dst, src, count, 0, stream);
 }
 
 template <class TD, class TS>
 void convert_scalar(TD* dst, const TS* src, int64_t count, cudaStream_t stream) {
-  if (count > 0) convert_launch<1>(dst, src, count, stream);
+  if (count > 0) convert_launch<1>(dst, src, count, 0, stream);
 }
 
 template <class TA, class TX>
 void add_into(TA* acc, const TX* x, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
-  add_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(acc, x, count);
-  CUDA_CHECK_LAUNCH();
+  constexpr int W = pack_width<TA, TX>();
+  const int64_t head = pack_head<W>(count, acc, x);
+  if (head >= 0)
+    add_launch<W>(acc, x, count, head, stream);
+  else
+    add_launch<1>(acc, x, count, 0, stream);
+}
+
+template <class TA, class TX>
+void add_into_scalar(TA* acc, const TX* x, int64_t count, cudaStream_t stream) {
+  if (count > 0) add_launch<1>(acc, x, count, 0, stream);
 }
 
 template <class T>
 void scale_into(T* x, float s, int64_t count, cudaStream_t stream) {
   if (count <= 0 || s == 1.f) return;
-  scale_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(x, s, count);
-  CUDA_CHECK_LAUNCH();
+  constexpr int W = pack_width<T>();
+  const int64_t head = pack_head<W>(count, x);
+  if (head >= 0)
+    scale_launch<W>(x, s, count, head, stream);
+  else
+    scale_launch<1>(x, s, count, 0, stream);
+}
+
+template <class T>
+void scale_into_scalar(T* x, float s, int64_t count, cudaStream_t stream) {
+  if (count > 0 && s != 1.f) scale_launch<1>(x, s, count, 0, stream);
 }
 
 void axpby(float* y, float a, const float* x, float b, int64_t count, cudaStream_t stream) {
@@ -161,10 +216,10 @@ void axpby(bf16* y, float a, const bf16* x, float b, int64_t count, cudaStream_t
   axpby_packed_where_aligned(y, a, x, b, count, stream);
 }
 void axpby_scalar(float* y, float a, const float* x, float b, int64_t count, cudaStream_t stream) {
-  if (count > 0) axpby_launch<1>(y, a, x, b, count, stream);
+  if (count > 0) axpby_launch<1>(y, a, x, b, count, 0, stream);
 }
 void axpby_scalar(bf16* y, float a, const bf16* x, float b, int64_t count, cudaStream_t stream) {
-  if (count > 0) axpby_launch<1>(y, a, x, b, count, stream);
+  if (count > 0) axpby_launch<1>(y, a, x, b, count, 0, stream);
 }
 
 void fill_truncated_normal(float* x, int64_t count, float std, uint64_t seed, cudaStream_t stream) {
@@ -190,7 +245,12 @@ template void convert_scalar<bf16, bf16>(bf16*, const bf16*, int64_t, cudaStream
 template void add_into<float, float>(float*, const float*, int64_t, cudaStream_t);
 template void add_into<float, bf16>(float*, const bf16*, int64_t, cudaStream_t);
 template void add_into<bf16, bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
+template void add_into_scalar<float, float>(float*, const float*, int64_t, cudaStream_t);
+template void add_into_scalar<float, bf16>(float*, const bf16*, int64_t, cudaStream_t);
+template void add_into_scalar<bf16, bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
 template void scale_into<float>(float*, float, int64_t, cudaStream_t);
 template void scale_into<bf16>(bf16*, float, int64_t, cudaStream_t);
+template void scale_into_scalar<float>(float*, float, int64_t, cudaStream_t);
+template void scale_into_scalar<bf16>(bf16*, float, int64_t, cudaStream_t);
 
 }  // namespace db::cuda

@@ -7,7 +7,8 @@
 namespace db::cuda {
 
 // dst[i] = src[i] converted (float↔bf16, or a copy). Tensors aligned to the pack
-// (ops/cuda/packed_access.cuh: 16 bytes of the narrower type) move 16 bytes per access.
+// (ops/cuda/packed_access.cuh: 16 bytes of the narrower type), or all misaligned by the same
+// number of values (that head done one value per thread), move 16 bytes per access.
 template <class TD, class TS>
 void convert(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullptr);
 // The same, one value per thread whatever the alignment: the twin the packed kernel is tested
@@ -15,13 +16,17 @@ void convert(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullpt
 template <class TD, class TS>
 void convert_scalar(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullptr);
 
-// acc[i] += x[i] (x converted to acc's type through fp32).
+// acc[i] += x[i] (in fp32, rounded once to acc's type). Packed as convert.
 template <class TA, class TX>
 void add_into(TA* acc, const TX* x, int64_t count, cudaStream_t stream = nullptr);
+template <class TA, class TX>
+void add_into_scalar(TA* acc, const TX* x, int64_t count, cudaStream_t stream = nullptr);
 
-// x[i] *= s.
+// x[i] *= s (in fp32, rounded once). Packed as convert.
 template <class T>
 void scale_into(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
+template <class T>
+void scale_into_scalar(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
 
 // y = b·y + a·x (b = 0 overwrites y without reading it), as Ops::axpby; in fp32, rounded once
 // where y is bf16 (StorageOps::axpby). Packed where aligned, as convert; y may be x.

@@ -1,6 +1,6 @@
 // SwiGLU gate on the GPU (spec §0): h = silu(a) ⊙ b, mirroring cpu/swiglu.hpp; fp32 math.
-// Tensors aligned to 16 bytes are read and written 16 bytes per access
-// (ops/cuda/packed_access.cuh).
+// Read and written 16 bytes per access where the tensors are aligned to 16 bytes or all lie the
+// same number of values past such a boundary (ops/cuda/packed_access.cuh, pack_head).
 #pragma once
 #include <cstdint>
 
