@@ -63,8 +63,6 @@ LAUNCHES = [
     (r"db::cuda_launch::add_partials_kernel<", 256, 0, None, "launch.cuh sum_partials"),
     # elementwise.cu: kThreads = 256
     (r"::convert_kernel<", 256, 0, None, "elementwise.cu convert_launch"),
-    (r"::add_kernel<", 256, 0, None, "elementwise.cu add_into"),
-    (r"::scale_kernel<", 256, 0, None, "elementwise.cu scale_into"),
     (r"::axpby_kernel<", 256, 0, None, "elementwise.cu axpby_launch"),
     (r"::truncated_normal_kernel\(", 256, 0, None, "elementwise.cu fill_truncated_normal"),
     (r"::constant_kernel\(", 256, 0, None, "elementwise.cu fill_constant"),

@@ -30,36 +30,6 @@ __global__ void convert_kernel(TD* dst, const TS* src, int64_t n, int64_t head) 
       [&](int64_t i) { dst[i] = from_float<TD>(to_float(src[i])); });
 }
 
-// acc[i] + x[i] in fp32, rounded once to acc's type.
-template <int W, class TA, class TX>
-__global__ void add_kernel(TA* acc, const TX* x, int64_t n, int64_t head) {
-  for_each_pack<W>(
-      n, head,
-      [&](int64_t i) {
-        float av[W], xv[W];
-        load_pack<W>(acc + i, av);
-        load_pack<W>(x + i, xv);
-#pragma unroll
-        for (int e = 0; e < W; ++e) av[e] += xv[e];
-        store_pack<W>(acc + i, av);
-      },
-      [&](int64_t i) { acc[i] = from_float<TA>(to_float(acc[i]) + to_float(x[i])); });
-}
-
-template <int W, class T>
-__global__ void scale_kernel(T* x, float s, int64_t n, int64_t head) {
-  for_each_pack<W>(
-      n, head,
-      [&](int64_t i) {
-        float v[W];
-        load_pack<W>(x + i, v);
-#pragma unroll
-        for (int e = 0; e < W; ++e) v[e] *= s;
-        store_pack<W>(x + i, v);
-      },
-      [&](int64_t i) { x[i] = from_float<T>(to_float(x[i]) * s); });
-}
-
 // The three cases of the CPU loop (ops/cpu/cpu_ops.cpp), so that b = 0 never reads y (which may
 // hold garbage or NaN) and a = b = 1 rounds as a plain add. In fp32; a bf16 y is rounded once.
 // y_value is only read when b ≠ 0. The one formula of the packed kernel and its one-value twin.
@@ -92,20 +62,6 @@ template <int W, class TD, class TS>
 void convert_launch(TD* dst, const TS* src, int64_t count, int64_t head, cudaStream_t stream) {
   convert_kernel<W>
       <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(dst, src, count, head);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <int W, class TA, class TX>
-void add_launch(TA* acc, const TX* x, int64_t count, int64_t head, cudaStream_t stream) {
-  add_kernel<W>
-      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(acc, x, count, head);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <int W, class T>
-void scale_launch(T* x, float s, int64_t count, int64_t head, cudaStream_t stream) {
-  scale_kernel<W>
-      <<<grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream>>>(x, s, count, head);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -177,38 +133,6 @@ void convert_scalar(TD* dst, const TS* src, int64_t count, cudaStream_t stream) 
   if (count > 0) convert_launch<1>(dst, src, count, 0, stream);
 }
 
-template <class TA, class TX>
-void add_into(TA* acc, const TX* x, int64_t count, cudaStream_t stream) {
-  if (count <= 0) return;
-  constexpr int W = pack_width<TA, TX>();
-  const int64_t head = pack_head<W>(count, acc, x);
-  if (head >= 0)
-    add_launch<W>(acc, x, count, head, stream);
-  else
-    add_launch<1>(acc, x, count, 0, stream);
-}
-
-template <class TA, class TX>
-void add_into_scalar(TA* acc, const TX* x, int64_t count, cudaStream_t stream) {
-  if (count > 0) add_launch<1>(acc, x, count, 0, stream);
-}
-
-template <class T>
-void scale_into(T* x, float s, int64_t count, cudaStream_t stream) {
-  if (count <= 0 || s == 1.f) return;
-  constexpr int W = pack_width<T>();
-  const int64_t head = pack_head<W>(count, x);
-  if (head >= 0)
-    scale_launch<W>(x, s, count, head, stream);
-  else
-    scale_launch<1>(x, s, count, 0, stream);
-}
-
-template <class T>
-void scale_into_scalar(T* x, float s, int64_t count, cudaStream_t stream) {
-  if (count > 0 && s != 1.f) scale_launch<1>(x, s, count, 0, stream);
-}
-
 void axpby(float* y, float a, const float* x, float b, int64_t count, cudaStream_t stream) {
   axpby_packed_where_aligned(y, a, x, b, count, stream);
 }
@@ -242,15 +166,5 @@ template void convert_scalar<float, float>(float*, const float*, int64_t, cudaSt
 template void convert_scalar<bf16, float>(bf16*, const float*, int64_t, cudaStream_t);
 template void convert_scalar<float, bf16>(float*, const bf16*, int64_t, cudaStream_t);
 template void convert_scalar<bf16, bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
-template void add_into<float, float>(float*, const float*, int64_t, cudaStream_t);
-template void add_into<float, bf16>(float*, const bf16*, int64_t, cudaStream_t);
-template void add_into<bf16, bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
-template void add_into_scalar<float, float>(float*, const float*, int64_t, cudaStream_t);
-template void add_into_scalar<float, bf16>(float*, const bf16*, int64_t, cudaStream_t);
-template void add_into_scalar<bf16, bf16>(bf16*, const bf16*, int64_t, cudaStream_t);
-template void scale_into<float>(float*, float, int64_t, cudaStream_t);
-template void scale_into<bf16>(bf16*, float, int64_t, cudaStream_t);
-template void scale_into_scalar<float>(float*, float, int64_t, cudaStream_t);
-template void scale_into_scalar<bf16>(bf16*, float, int64_t, cudaStream_t);
 
 }  // namespace db::cuda

@@ -1,4 +1,4 @@
-// Small element-wise kernels the model glue needs: precision casts, residual adds, scaling.
+// Small element-wise kernels the model glue needs: precision casts, y = b·y + a·x, fills.
 #pragma once
 #include <cstdint>
 
@@ -15,18 +15,6 @@ void convert(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullpt
 // against (tests/gpu/cuda_packed_kernels_test.cpp); likewise axpby_scalar below.
 template <class TD, class TS>
 void convert_scalar(TD* dst, const TS* src, int64_t count, cudaStream_t stream = nullptr);
-
-// acc[i] += x[i] (in fp32, rounded once to acc's type). Packed as convert.
-template <class TA, class TX>
-void add_into(TA* acc, const TX* x, int64_t count, cudaStream_t stream = nullptr);
-template <class TA, class TX>
-void add_into_scalar(TA* acc, const TX* x, int64_t count, cudaStream_t stream = nullptr);
-
-// x[i] *= s (in fp32, rounded once). Packed as convert.
-template <class T>
-void scale_into(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
-template <class T>
-void scale_into_scalar(T* x, float s, int64_t count, cudaStream_t stream = nullptr);
 
 // y = b·y + a·x (b = 0 overwrites y without reading it), as Ops::axpby; in fp32, rounded once
 // where y is bf16 (StorageOps::axpby). Packed where aligned, as convert; y may be x.
