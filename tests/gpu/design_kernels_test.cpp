@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "gpu/gpu_support.hpp"
-#include "ops/cuda/cuda_memory.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/normed_product.hpp"
 #include "model/residual/sinkhorn.hpp"
 #include "model/residual/stream_kernels.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 
 using namespace db;
 using namespace db::test;
@@ -36,48 +36,51 @@ struct Backends {
 BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are_deterministic) {
   DB_REQUIRE_GPU();
   Backends b;
-  const DepthMixShape s{150, 48, 5, 1e-6};  // 150 rows: three row chunks
-  const size_t n = s.rows * s.d;
-  std::vector<Pair> src, dsrc;
-  for (int i = 0; i < s.sources; ++i) {
-    src.emplace_back(b.random(n));
-    dsrc.emplace_back(b.random(n));
-  }
-  Pair query(b.random(s.d)), gain(b.random(s.d, 0.3)), h(zeros(n)), dh(b.random(n));
-  for (float& g : gain.host) g += 1.f;
-  gain.device.upload(gain.host);
-  Pair w(zeros(s.rows * s.sources)), rstd(zeros(s.rows * s.sources));
-  Pair dquery(b.random(s.d)), dgain(b.random(s.d));
-  std::vector<const float*> src_cpu, src_gpu;
-  std::vector<float*> dsrc_cpu, dsrc_gpu;
-  for (int i = 0; i < s.sources; ++i) {
-    src_cpu.push_back(src[i].cpu());
-    src_gpu.push_back(src[i].gpu());
-    dsrc_cpu.push_back(dsrc[i].cpu());
-    dsrc_gpu.push_back(dsrc[i].gpu());
-  }
-  depth_softmax_forward(MemorySpace::host, h.cpu(), w.cpu(), rstd.cpu(), src_cpu, query.cpu(),
-                        gain.cpu(), s);
-  depth_softmax_forward(cuda::cuda_memory_space(), h.gpu(), w.gpu(), rstd.gpu(), src_gpu, query.gpu(),
-                        gain.gpu(), s);
-  BOOST_TEST(close("depth softmax h", h));
-  BOOST_TEST(close("depth softmax weights", w));
-  BOOST_TEST(close("depth softmax rstd", rstd));
-  const Vec dquery_start = dquery.gpu_values();
-  depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(), src_cpu,
-                         w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
-  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
-                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
-  for (int i = 0; i < s.sources; ++i)
-    BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
-  BOOST_TEST(close("dquery (added)", dquery));
-  BOOST_TEST(close("dkey_gain (added)", dgain));
-  // Again from the same start: the same bits.
-  const Vec first = dquery.gpu_values();
-  dquery.device.upload(dquery_start);
-  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
-                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
-  BOOST_TEST((dquery.gpu_values() == first));
+  // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities.
+  for (int sources : {5, 20, 70}) BOOST_TEST_CONTEXT("sources = " << sources) {
+      const DepthMixShape s{150, 48, sources, 1e-6};
+      const size_t n = s.rows * s.d;
+      std::vector<Pair> src, dsrc;
+      for (int i = 0; i < s.sources; ++i) {
+        src.emplace_back(b.random(n));
+        dsrc.emplace_back(b.random(n));
+      }
+      Pair query(b.random(s.d)), gain(b.random(s.d, 0.3)), h(zeros(n)), dh(b.random(n));
+      for (float& g : gain.host) g += 1.f;
+      gain.device.upload(gain.host);
+      Pair w(zeros(s.rows * s.sources)), rstd(zeros(s.rows * s.sources));
+      Pair dquery(b.random(s.d)), dgain(b.random(s.d));
+      std::vector<const float*> src_cpu, src_gpu;
+      std::vector<float*> dsrc_cpu, dsrc_gpu;
+      for (int i = 0; i < s.sources; ++i) {
+        src_cpu.push_back(src[i].cpu());
+        src_gpu.push_back(src[i].gpu());
+        dsrc_cpu.push_back(dsrc[i].cpu());
+        dsrc_gpu.push_back(dsrc[i].gpu());
+      }
+      depth_softmax_forward(MemorySpace::host, h.cpu(), w.cpu(), rstd.cpu(), src_cpu, query.cpu(),
+                            gain.cpu(), s);
+      depth_softmax_forward(cuda::cuda_memory_space(), h.gpu(), w.gpu(), rstd.gpu(), src_gpu,
+                            query.gpu(), gain.gpu(), s);
+      BOOST_TEST(close("depth softmax h", h));
+      BOOST_TEST(close("depth softmax weights", w));
+      BOOST_TEST(close("depth softmax rstd", rstd));
+      const Vec dquery_start = dquery.gpu_values();
+      depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(),
+                             src_cpu, w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
+      depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(),
+                             dh.gpu(), src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+      for (int i = 0; i < s.sources; ++i)
+        BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
+      BOOST_TEST(close("dquery (added)", dquery));
+      BOOST_TEST(close("dkey_gain (added)", dgain));
+      // Again from the same start: the same bits.
+      const Vec first = dquery.gpu_values();
+      dquery.device.upload(dquery_start);
+      depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(),
+                             dh.gpu(), src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+      BOOST_TEST((dquery.gpu_values() == first));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps) {
@@ -99,7 +102,8 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
   Pair weights(b.random(rows * n * stride)), dweights(b.random(rows * n * stride));
   Pair dH(b.random(state));
   combine_streams(MemorySpace::host, combined.cpu(), H.cpu(), weights.cpu(), stride, rows, n, d);
-  combine_streams(cuda::cuda_memory_space(), combined.gpu(), H.gpu(), weights.gpu(), stride, rows, n, d);
+  combine_streams(cuda::cuda_memory_space(), combined.gpu(), H.gpu(), weights.gpu(), stride, rows,
+                  n, d);
   BOOST_TEST(close("combine_streams", combined));
   // The combine fused with the sublayer's pre-norm (a warp per row on the GPU), gain and none.
   Pair gain(b.random(d, 0.3));
@@ -132,13 +136,13 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
         dHm(zeros(state));
     mix_streams(MemorySpace::host, mixed.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows,
                 n, d);
-    mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows,
-                n, d);
+    mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(),
+                map, rows, n, d);
     BOOST_TEST(close("mix_streams", mixed));
     mix_streams_backward(MemorySpace::host, dy.cpu(), dpost.cpu(), dmix.cpu(), dHm.cpu(), g.cpu(),
                          H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
-    mix_streams_backward(cuda::cuda_memory_space(), dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(), g.gpu(),
-                         H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
+    mix_streams_backward(cuda::cuda_memory_space(), dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(),
+                         g.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
     BOOST_TEST(close("mix_streams dy", dy));
     BOOST_TEST(close("mix_streams dpost", dpost));
     BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
@@ -189,12 +193,12 @@ BOOST_AUTO_TEST_CASE(normed_product_kernels_match_the_host_loop) {
     Pair dx(b.random(rows * width));
     const float* dn_cpu = given ? dn.cpu() : nullptr;
     const float* dn_gpu = given ? dn.gpu() : nullptr;
-    for_each_row_lanes(MemorySpace::host, rows,
-                       k::InputGrad<float>{dx.cpu(), dn_cpu, dz.cpu(), x.cpu(), gw.cpu(),
-                                           rstd.cpu(), width, m});
-    for_each_row_lanes(gpu, rows,
-                       k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(),
-                                           rstd.gpu(), width, m});
+    for_each_row_lanes(
+        MemorySpace::host, rows,
+        k::InputGrad<float>{dx.cpu(), dn_cpu, dz.cpu(), x.cpu(), gw.cpu(), rstd.cpu(), width, m});
+    for_each_row_lanes(
+        gpu, rows,
+        k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(), rstd.gpu(), width, m});
     BOOST_TEST(close(given ? "InputGrad dx (added), dn given" : "InputGrad dx (added)", dx));
   }
 }
@@ -227,7 +231,7 @@ std::vector<double> sinkhorn_reference(const std::vector<double>& l, int n, int 
 
 BOOST_AUTO_TEST_CASE(sinkhorn_matches_reference_and_finite_differences) {
   DB_REQUIRE_GPU();
-  for (int n : {2, 4, 8}) {
+  for (int n : {2, 4, 5, 8, 16}) {  // the three capacities of the Sinkhorn functors
     const int64_t N = 16;
     const int nn = n * n, iterations = 20;
     const double eps = 1e-6;
@@ -235,7 +239,8 @@ BOOST_AUTO_TEST_CASE(sinkhorn_matches_reference_and_finite_differences) {
     cuda::DeviceBuffer<float> logits_d, G_d, out_d(N * nn), dl_d(N * nn);
     logits_d.upload(logits);
     G_d.upload(G);
-    sinkhorn_forward(cuda::cuda_memory_space(), out_d.data(), logits_d.data(), {N, n, iterations, eps});
+    sinkhorn_forward(cuda::cuda_memory_space(), out_d.data(), logits_d.data(),
+                     {N, n, iterations, eps});
     sinkhorn_backward(cuda::cuda_memory_space(), dl_d.data(), G_d.data(), logits_d.data(),
                       {N, n, iterations, eps});
     Vec out(N * nn), dl(N * nn);

@@ -6,6 +6,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/host_device.hpp"
@@ -21,7 +23,10 @@ struct DepthMixShape {
 };
 
 // The source pointers travel by value in the functor (a kernel parameter on the GPU), so a
-// consumer mixes at most this many sources: Full AttnRes with up to 127 blocks.
+// consumer mixes at most this many sources: Full AttnRes with up to 127 blocks. The functors are
+// compiled for 16, 64 or 256 sources and the smallest that holds m runs: their per-source
+// arrays live in each GPU thread's local memory, which the device reserves for every thread it
+// can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200).
 constexpr int kMaxDepthSources = 256;
 
 namespace depth_softmax_kernels {
@@ -53,16 +58,16 @@ DB_HD double exp_in_place(double* logit, int m) {
 // One row r, its d columns shared by `lanes` (ops/launch.hpp: one lane on the host, a warp on a
 // GPU). Per column the sources are visited in order; dot products are lane partials added by
 // lanes.sum (on the host: the plain serial sums).
-template <class T>
+template <class T, int M>
 struct Forward {
   T *h, *weights, *rstd;
-  PointerList<const T*, kMaxDepthSources> sources;
+  PointerList<const T*, M> sources;
   const T *query, *key_gain;
   int d, m;
   double eps;
   template <class Lanes>
   DB_HD void operator()(int64_t r, const Lanes& lanes) const {
-    double logit[kMaxDepthSources];
+    double logit[M];
     for (int i = 0; i < m; ++i) {
       const T* v = sources[i] + r * d;
       double sum_squares = 0, dot = 0;
@@ -87,15 +92,15 @@ struct Forward {
 
 // Row r's source gradients (added), and its query and key-gain contributions into
 // sums[0, d) and sums[d, 2d) (each lane into its own columns).
-template <class T>
+template <class T, int M>
 struct Backward {
-  PointerList<T*, kMaxDepthSources> dsources;
-  PointerList<const T*, kMaxDepthSources> sources;
+  PointerList<T*, M> dsources;
+  PointerList<const T*, M> sources;
   const T *dh, *weights, *rstd, *query, *key_gain;
   int d, m;
   template <class Lanes>
   DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
-    double dw[kMaxDepthSources], dlogit[kMaxDepthSources];
+    double dw[M], dlogit[M];
     double* dq = sums;
     double* dg = sums + d;
     const T* dhr = dh + r * d;
@@ -129,6 +134,21 @@ struct Backward {
   }
 };
 
+// Calls run(std::integral_constant<int, M>) for the smallest capacity M of 16, 64, 256 that
+// holds m sources.
+template <class Run>
+void with_source_capacity(int m, const Run& run) {
+  DB_REQUIRE(
+      m >= 1 && m <= kMaxDepthSources,
+      std::to_string(m) + " depth sources exceed the capacity " + std::to_string(kMaxDepthSources));
+  if (m <= 16)
+    run(std::integral_constant<int, 16>{});
+  else if (m <= 64)
+    run(std::integral_constant<int, 64>{});
+  else
+    run(std::integral_constant<int, kMaxDepthSources>{});
+}
+
 }  // namespace depth_softmax_kernels
 
 // h [rows, d] = the mix of `sources` ([rows, d] each); weights, rstd [rows, sources] kept.
@@ -138,10 +158,13 @@ void depth_softmax_forward(MemorySpace space, T* h, T* weights, T* rstd,
                            const DepthMixShape& s) {
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
-  for_each_row_lanes(space, s.rows,
-                     depth_softmax_kernels::Forward<T>{
-                         h, weights, rstd, PointerList<const T*, kMaxDepthSources>(sources), query,
-                         key_gain, s.d, s.sources, s.eps});
+  depth_softmax_kernels::with_source_capacity(s.sources, [&](auto capacity) {
+    constexpr int M = decltype(capacity)::value;
+    for_each_row_lanes(
+        space, s.rows,
+        depth_softmax_kernels::Forward<T, M>{h, weights, rstd, PointerList<const T*, M>(sources),
+                                             query, key_gain, s.d, s.sources, s.eps});
+  });
 }
 
 // dsources added; dquery, dkey_gain added (row sums in a fixed order).
@@ -152,11 +175,13 @@ void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, 
                             const DepthMixShape& s) {
   SumTargets<T> targets;
   targets.add(dquery, s.d).add(dkey_gain, s.d);
-  for_each_row_sum_lanes(
-      space, s.rows, targets,
-      depth_softmax_kernels::Backward<T>{PointerList<T*, kMaxDepthSources>(dsources),
-                                         PointerList<const T*, kMaxDepthSources>(sources), dh,
-                                         weights, rstd, query, key_gain, s.d, s.sources});
+  depth_softmax_kernels::with_source_capacity(s.sources, [&](auto capacity) {
+    constexpr int M = decltype(capacity)::value;
+    for_each_row_sum_lanes(space, s.rows, targets,
+                           depth_softmax_kernels::Backward<T, M>{
+                               PointerList<T*, M>(dsources), PointerList<const T*, M>(sources), dh,
+                               weights, rstd, query, key_gain, s.d, s.sources});
+  });
 }
 
 }  // namespace db

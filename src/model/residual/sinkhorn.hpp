@@ -24,7 +24,10 @@ struct SinkhornShape {
   double eps;
 };
 
-// A token's matrix and scratch live in the thread's own (local) memory: n ≤ 16.
+// A token's matrix and scratch live in the thread's own (local) memory: n ≤ 16. The functors
+// below are compiled for a capacity of 4, 8 or 16 streams and the smallest that holds n runs:
+// a GPU reserves a kernel's local memory for every thread it can hold (≈ 1.6 GiB on an H200
+// for the 6 KiB backward scratch of 16 streams; 0.1 GiB for the default 4).
 constexpr int kMaxSinkhornN = 16;
 
 namespace sinkhorn_rows {
@@ -108,22 +111,23 @@ DB_HD void sinkhorn_backward_row(T* dlogits, const T* dout, const T* logits, int
   }
 }
 
-// One token of the forward.
-template <class T>
+// One token of the forward, for n ≤ N.
+template <class T, int N>
 struct SinkhornForward {
   T* out;
   const T* logits;
   int n, iters;
   double eps;
   DB_HD void operator()(int64_t r) const {
-    double m[kMaxSinkhornN * kMaxSinkhornN];
+    double m[N * N];
     const int64_t nn = int64_t(n) * n;
     sinkhorn_forward_row(out + r * nn, logits + r * nn, n, iters, eps, m);
   }
 };
 
-// One token of the backward: the host keeps the trace of iterates, the device recomputes them.
-template <class T>
+// One token of the backward, for n ≤ N: the host keeps the trace of iterates, the device
+// recomputes them.
+template <class T, int N>
 struct SinkhornBackward {
   T* dlogits;
   const T *dout, *logits;
@@ -131,7 +135,7 @@ struct SinkhornBackward {
   double eps;
   DB_HD void operator()(int64_t r) const {
     const int nn = n * n;
-    double scratch[3 * kMaxSinkhornN * kMaxSinkhornN];
+    double scratch[3 * N * N];
     const double* trace = nullptr;
 #if !defined(__CUDA_ARCH__)
     const int iterates = 2 * iters + 1;
@@ -148,23 +152,45 @@ struct SinkhornBackward {
   }
 };
 
+// Runs Functor<N>{args...} over `count` tokens for the smallest capacity N of 4, 8, 16 that
+// holds n.
+template <template <int> class Functor, class... Args>
+void for_each_token_within_capacity(MemorySpace space, int64_t count, int n, Args... args) {
+  DB_REQUIRE(n >= 1 && n <= kMaxSinkhornN, "Sinkhorn: n must be in [1, 16]");
+  if (n <= 4)
+    for_each_index(space, count, Functor<4>{args...});
+  else if (n <= 8)
+    for_each_index(space, count, Functor<8>{args...});
+  else
+    for_each_index(space, count, Functor<kMaxSinkhornN>{args...});
+}
+
+template <class T>
+struct ForwardOf {
+  template <int N>
+  using type = SinkhornForward<T, N>;
+};
+template <class T>
+struct BackwardOf {
+  template <int N>
+  using type = SinkhornBackward<T, N>;
+};
+
 }  // namespace sinkhorn_rows
 
 // out = Sinkhorn(logits) per token.
 template <class T>
 void sinkhorn_forward(MemorySpace space, T* out, const T* logits, const SinkhornShape& s) {
-  DB_REQUIRE(s.n >= 1 && s.n <= kMaxSinkhornN, "Sinkhorn: n must be in [1, 16]");
-  for_each_index(space, s.count,
-                 sinkhorn_rows::SinkhornForward<T>{out, logits, s.n, s.iters, s.eps});
+  sinkhorn_rows::for_each_token_within_capacity<sinkhorn_rows::ForwardOf<T>::template type>(
+      space, s.count, s.n, out, logits, s.n, s.iters, s.eps);
 }
 
 // dlogits (overwritten) from dout.
 template <class T>
 void sinkhorn_backward(MemorySpace space, T* dlogits, const T* dout, const T* logits,
                        const SinkhornShape& s) {
-  DB_REQUIRE(s.n >= 1 && s.n <= kMaxSinkhornN, "Sinkhorn: n must be in [1, 16]");
-  for_each_index(space, s.count,
-                 sinkhorn_rows::SinkhornBackward<T>{dlogits, dout, logits, s.n, s.iters, s.eps});
+  sinkhorn_rows::for_each_token_within_capacity<sinkhorn_rows::BackwardOf<T>::template type>(
+      space, s.count, s.n, dlogits, dout, logits, s.n, s.iters, s.eps);
 }
 
 }  // namespace db
