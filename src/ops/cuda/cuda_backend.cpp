@@ -15,6 +15,7 @@
 #include "ops/cuda/device.hpp"
 #include "ops/cuda/event_timer.hpp"
 #include "ops/cuda/nccl_communicator.hpp"
+#include "ops/cuda/op_stream.hpp"
 
 namespace db {
 namespace {
@@ -23,7 +24,8 @@ namespace {
 constexpr double kNcclTimeoutSeconds = 900;
 
 // NCCL in fp32. Bucketed sums run on a stream of their own, each ordered after the kernels
-// queued so far on the compute stream (the legacy default stream) by an event, so the
+// queued so far on the compute stream (current_stream(): the legacy default stream, or the
+// capture stream while a micro-batch is captured) by an event, so the
 // all-reduce of the last blocks' gradients runs while the backward of the earlier blocks goes
 // on. The gradient buffer is never freed during a step, so the pool's stream-ordered reuse
 // (doc/cuda.md) needs no further joins; finish_sums makes the compute stream wait for the
@@ -49,14 +51,14 @@ class NcclReducer final : public GradientReducer {
   bool overlaps() const override { return true; }
   void start_sum(Buffer<float>& grads, int64_t begin, int64_t count) override {
     // cudaStreamWaitEvent orders after the record as of this call: one event serves every bucket.
-    CUDA_CHECK(cudaEventRecord(gradients_written_, nullptr));
+    CUDA_CHECK(cudaEventRecord(gradients_written_, cuda::current_stream()));
     CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_, gradients_written_, 0));
     nccl_.allreduce_sum(grads.data() + begin, count, reduce_stream_);
   }
   void finish_sums() override {
     nccl_.wait(reduce_stream_, kNcclTimeoutSeconds);
     CUDA_CHECK(cudaEventRecord(sums_done_, reduce_stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(nullptr, sums_done_, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), sums_done_, 0));
   }
   std::string name() const override { return "nccl"; }
 
