@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "gpu/gpu_support.hpp"
-#include "ops/cuda/cuda_memory.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/normed_product.hpp"
 #include "model/residual/sinkhorn.hpp"
 #include "model/residual/stream_kernels.hpp"
+#include "ops/cuda/cuda_memory.hpp"
 
 using namespace db;
 using namespace db::test;
@@ -58,16 +58,16 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
   }
   depth_softmax_forward(MemorySpace::host, h.cpu(), w.cpu(), rstd.cpu(), src_cpu, query.cpu(),
                         gain.cpu(), s);
-  depth_softmax_forward(cuda::cuda_memory_space(), h.gpu(), w.gpu(), rstd.gpu(), src_gpu, query.gpu(),
-                        gain.gpu(), s);
+  depth_softmax_forward(cuda::cuda_memory_space(), h.gpu(), w.gpu(), rstd.gpu(), src_gpu,
+                        query.gpu(), gain.gpu(), s);
   BOOST_TEST(close("depth softmax h", h));
   BOOST_TEST(close("depth softmax weights", w));
   BOOST_TEST(close("depth softmax rstd", rstd));
   const Vec dquery_start = dquery.gpu_values();
   depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(), src_cpu,
                          w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
-  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
-                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(),
+                         src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
   for (int i = 0; i < s.sources; ++i)
     BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
   BOOST_TEST(close("dquery (added)", dquery));
@@ -75,8 +75,8 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
   // Again from the same start: the same bits.
   const Vec first = dquery.gpu_values();
   dquery.device.upload(dquery_start);
-  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(), src_gpu,
-                         w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+  depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(), dh.gpu(),
+                         src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
   BOOST_TEST((dquery.gpu_values() == first));
 }
 
@@ -99,7 +99,8 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
   Pair weights(b.random(rows * n * stride)), dweights(b.random(rows * n * stride));
   Pair dH(b.random(state));
   combine_streams(MemorySpace::host, combined.cpu(), H.cpu(), weights.cpu(), stride, rows, n, d);
-  combine_streams(cuda::cuda_memory_space(), combined.gpu(), H.gpu(), weights.gpu(), stride, rows, n, d);
+  combine_streams(cuda::cuda_memory_space(), combined.gpu(), H.gpu(), weights.gpu(), stride, rows,
+                  n, d);
   BOOST_TEST(close("combine_streams", combined));
   // The combine fused with the sublayer's pre-norm (a warp per row on the GPU), gain and none.
   Pair gain(b.random(d, 0.3));
@@ -132,17 +133,24 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
         dHm(zeros(state));
     mix_streams(MemorySpace::host, mixed.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows,
                 n, d);
-    mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows,
-                n, d);
+    mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(),
+                map, rows, n, d);
     BOOST_TEST(close("mix_streams", mixed));
-    mix_streams_backward(MemorySpace::host, dy.cpu(), dpost.cpu(), dmix.cpu(), dHm.cpu(), g.cpu(),
-                         H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
-    mix_streams_backward(cuda::cuda_memory_space(), dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(), g.gpu(),
-                         H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
-    BOOST_TEST(close("mix_streams dy", dy));
-    BOOST_TEST(close("mix_streams dpost", dpost));
-    BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
-    BOOST_TEST(close("mix_streams dH", dHm));
+    // The two passes, and the one pass per token (MixGrads, a warp per token on the GPU).
+    for (bool one_pass : {false, true}) {
+      BOOST_TEST_CONTEXT((one_pass ? "one pass" : "two passes")) {
+        mix_streams_backward(MemorySpace::host, one_pass, dy.cpu(), dpost.cpu(), dmix.cpu(),
+                             dHm.cpu(), g.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows,
+                             n, d);
+        mix_streams_backward(cuda::cuda_memory_space(), one_pass, dy.gpu(), dpost.gpu(), dmix.gpu(),
+                             dHm.gpu(), g.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows,
+                             n, d);
+        BOOST_TEST(close("mix_streams dy", dy));
+        BOOST_TEST(close("mix_streams dpost", dpost));
+        BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
+        BOOST_TEST(close("mix_streams dH", dHm));
+      }
+    }
   }
 }
 
@@ -189,12 +197,12 @@ BOOST_AUTO_TEST_CASE(normed_product_kernels_match_the_host_loop) {
     Pair dx(b.random(rows * width));
     const float* dn_cpu = given ? dn.cpu() : nullptr;
     const float* dn_gpu = given ? dn.gpu() : nullptr;
-    for_each_row_lanes(MemorySpace::host, rows,
-                       k::InputGrad<float>{dx.cpu(), dn_cpu, dz.cpu(), x.cpu(), gw.cpu(),
-                                           rstd.cpu(), width, m});
-    for_each_row_lanes(gpu, rows,
-                       k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(),
-                                           rstd.gpu(), width, m});
+    for_each_row_lanes(
+        MemorySpace::host, rows,
+        k::InputGrad<float>{dx.cpu(), dn_cpu, dz.cpu(), x.cpu(), gw.cpu(), rstd.cpu(), width, m});
+    for_each_row_lanes(
+        gpu, rows,
+        k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(), rstd.gpu(), width, m});
     BOOST_TEST(close(given ? "InputGrad dx (added), dn given" : "InputGrad dx (added)", dx));
   }
 }
@@ -235,7 +243,8 @@ BOOST_AUTO_TEST_CASE(sinkhorn_matches_reference_and_finite_differences) {
     cuda::DeviceBuffer<float> logits_d, G_d, out_d(N * nn), dl_d(N * nn);
     logits_d.upload(logits);
     G_d.upload(G);
-    sinkhorn_forward(cuda::cuda_memory_space(), out_d.data(), logits_d.data(), {N, n, iterations, eps});
+    sinkhorn_forward(cuda::cuda_memory_space(), out_d.data(), logits_d.data(),
+                     {N, n, iterations, eps});
     sinkhorn_backward(cuda::cuda_memory_space(), dl_d.data(), G_d.data(), logits_d.data(),
                       {N, n, iterations, eps});
     Vec out(N * nn), dl(N * nn);

@@ -212,9 +212,9 @@ class HyperConnections : public ResidualDesign<T>,
     du_.resize(rows * d);
     dx_.resize(rows * d);
     dH_.resize(R * d);
-    mix_streams_backward(ops.space(), dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(),
-                         dstate_.data(), H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(),
-                         rows, n, d);
+    mix_streams_backward(ops.space(), net.fused_kernels(), dy_.data(), dbeta_.data(),
+                         dalpha_.data(), dH_.data(), dstate_.data(), H, c.y.data(), c.beta.data(),
+                         c.alpha.data(), alpha_map(), rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), du_.data());
     else

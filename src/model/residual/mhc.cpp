@@ -213,9 +213,9 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     du_.resize(rows * d);
     dx_.resize(rows * d);
     dX_.resize(rows * nd);
-    mix_streams_backward(ops.space(), dy_.data(), dpost_.data(), dres_.data(), dX_.data(),
-                         dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
-                         rows, n, d);
+    mix_streams_backward(ops.space(), net.fused_kernels(), dy_.data(), dpost_.data(), dres_.data(),
+                         dX_.data(), dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(),
+                         res_map(), rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), du_.data());
     else
