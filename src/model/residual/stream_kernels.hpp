@@ -317,12 +317,15 @@ void combine_streams_rmsnorm(MemorySpace space, T* x, T* u, T* rstd, const T* H,
 }
 
 // Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] +=
-// w_rs·dx[r].
+// w_rs·dx[r]. With input_grads false only the weight gradients: the designs add the input
+// gradient in the stream norm's backward pass instead (normed_product.hpp CombineInputTerm).
 template <class T>
 void combine_streams_backward(MemorySpace space, T* dweights, T* dH, const T* dx, const T* H,
-                              const T* weights, int stride, int64_t rows, int n, int d) {
+                              const T* weights, int stride, int64_t rows, int n, int d,
+                              bool input_grads = true) {
   for_each_row_lanes(space, rows * n,
                      stream_kernels::CombineWeightGrad<T>{dweights, dx, H, stride, n, d});
+  if (!input_grads) return;
   for_each_row_element(space, rows * n, d,
                        stream_kernels::CombineInputGrad<T>{dH, dx, weights, stride, n, d});
 }
