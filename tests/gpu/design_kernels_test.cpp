@@ -205,6 +205,41 @@ BOOST_AUTO_TEST_CASE(normed_product_kernels_match_the_host_loop) {
         k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(), rstd.gpu(), width, m});
     BOOST_TEST(close(given ? "InputGrad dx (added), dn given" : "InputGrad dx (added)", dx));
   }
+  // With the HC/mHC combine's input gradient added in the same pass (CombineInputTerm): the 67
+  // rows of 160 values as mHC's (67 tokens of n = 4 streams of d = 40, a row per token) and as
+  // HC's (one token of n = 67 streams of d = 160, a row per stream), stride 5 as HC's α.
+  const int stride = 5;
+  struct Layout {
+    int n, d;
+    int64_t tokens;
+  };
+  for (const Layout l : {Layout{4, 40, rows}, Layout{int(rows), width, 1}}) {
+    Pair dx(b.random(rows * width)), weights(b.random(l.tokens * l.n * stride)),
+        dx_in(b.random(l.tokens * l.d));
+    for_each_row_lanes(MemorySpace::host, rows,
+                       k::InputGrad<float>{dx.cpu(),
+                                           nullptr,
+                                           dz.cpu(),
+                                           x.cpu(),
+                                           gw.cpu(),
+                                           rstd.cpu(),
+                                           width,
+                                           m,
+                                           {dx_in.cpu(), weights.cpu(), stride, l.n, l.d}});
+    for_each_row_lanes(gpu, rows,
+                       k::InputGrad<float>{dx.gpu(),
+                                           nullptr,
+                                           dz.gpu(),
+                                           x.gpu(),
+                                           gw.gpu(),
+                                           rstd.gpu(),
+                                           width,
+                                           m,
+                                           {dx_in.gpu(), weights.gpu(), stride, l.n, l.d}});
+    BOOST_TEST(close(l.tokens == 1 ? "InputGrad dx (added), HC combine term"
+                                   : "InputGrad dx (added), mHC combine term",
+                     dx));
+  }
 }
 
 namespace {
