@@ -340,7 +340,7 @@ void mix_streams(MemorySpace space, T* out, const T* H, const T* y, const T* pos
 // Its backward from g = ∂/∂out: dy, dpost, the map entries of dmix and dH, all overwritten.
 // one_pass (train.fused_kernels): one pass over each token (MixGrads) when n ≤
 // kMaxMixGradStreams, else a pass for dy and dH, then one for dpost and dmix, which read g again.
-// The same bits either way.
+// The same sums in the same order either way (MixGrads: where the last bit may still differ).
 template <class T>
 void mix_streams_backward(MemorySpace space, bool one_pass, T* dy, T* dpost, T* dmix, T* dH,
                           const T* g, const T* H, const T* y, const T* post, const T* mix,
