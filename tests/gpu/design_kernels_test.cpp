@@ -139,14 +139,21 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
     mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(),
                 map, rows, n, d);
     BOOST_TEST(close("mix_streams", mixed));
-    mix_streams_backward(MemorySpace::host, dy.cpu(), dpost.cpu(), dmix.cpu(), dHm.cpu(), g.cpu(),
-                         H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows, n, d);
-    mix_streams_backward(cuda::cuda_memory_space(), dy.gpu(), dpost.gpu(), dmix.gpu(), dHm.gpu(),
-                         g.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows, n, d);
-    BOOST_TEST(close("mix_streams dy", dy));
-    BOOST_TEST(close("mix_streams dpost", dpost));
-    BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
-    BOOST_TEST(close("mix_streams dH", dHm));
+    // The two passes, and the one pass per token (MixGrads, a warp per token on the GPU).
+    for (bool one_pass : {false, true}) {
+      BOOST_TEST_CONTEXT((one_pass ? "one pass" : "two passes")) {
+        mix_streams_backward(MemorySpace::host, one_pass, dy.cpu(), dpost.cpu(), dmix.cpu(),
+                             dHm.cpu(), g.cpu(), H.cpu(), y.cpu(), post.cpu(), mix.cpu(), map, rows,
+                             n, d);
+        mix_streams_backward(cuda::cuda_memory_space(), one_pass, dy.gpu(), dpost.gpu(), dmix.gpu(),
+                             dHm.gpu(), g.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(), map, rows,
+                             n, d);
+        BOOST_TEST(close("mix_streams dy", dy));
+        BOOST_TEST(close("mix_streams dpost", dpost));
+        BOOST_TEST(close("mix_streams dmix (non-map entries kept)", dmix));
+        BOOST_TEST(close("mix_streams dH", dHm));
+      }
+    }
   }
 }
 
@@ -200,6 +207,41 @@ BOOST_AUTO_TEST_CASE(normed_product_kernels_match_the_host_loop) {
         gpu, rows,
         k::InputGrad<float>{dx.gpu(), dn_gpu, dz.gpu(), x.gpu(), gw.gpu(), rstd.gpu(), width, m});
     BOOST_TEST(close(given ? "InputGrad dx (added), dn given" : "InputGrad dx (added)", dx));
+  }
+  // With the HC/mHC combine's input gradient added in the same pass (CombineInputTerm): the 67
+  // rows of 160 values as mHC's (67 tokens of n = 4 streams of d = 40, a row per token) and as
+  // HC's (one token of n = 67 streams of d = 160, a row per stream), stride 5 as HC's α.
+  const int stride = 5;
+  struct Layout {
+    int n, d;
+    int64_t tokens;
+  };
+  for (const Layout l : {Layout{4, 40, rows}, Layout{int(rows), width, 1}}) {
+    Pair dx(b.random(rows * width)), weights(b.random(l.tokens * l.n * stride)),
+        dx_in(b.random(l.tokens * l.d));
+    for_each_row_lanes(MemorySpace::host, rows,
+                       k::InputGrad<float>{dx.cpu(),
+                                           nullptr,
+                                           dz.cpu(),
+                                           x.cpu(),
+                                           gw.cpu(),
+                                           rstd.cpu(),
+                                           width,
+                                           m,
+                                           {dx_in.cpu(), weights.cpu(), stride, l.n, l.d}});
+    for_each_row_lanes(gpu, rows,
+                       k::InputGrad<float>{dx.gpu(),
+                                           nullptr,
+                                           dz.gpu(),
+                                           x.gpu(),
+                                           gw.gpu(),
+                                           rstd.gpu(),
+                                           width,
+                                           m,
+                                           {dx_in.gpu(), weights.gpu(), stride, l.n, l.d}});
+    BOOST_TEST(close(l.tokens == 1 ? "InputGrad dx (added), HC combine term"
+                                   : "InputGrad dx (added), mHC combine term",
+                     dx));
   }
 }
 

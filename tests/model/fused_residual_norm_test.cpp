@@ -4,9 +4,12 @@
 // unfused one — a depth-state observer makes Pre-LN, Sandwich-LN and MoDA settle each block's
 // add with a plain axpby before the next norm, so an observed model runs the two-step path at
 // every block boundary and at the final norm. And train.fused_kernels = off (ops_options.hpp):
-// every design runs the separate ops instead, with the same bits on the CPU.
+// every design runs the separate ops instead, with the same bits on the CPU (HC and mHC: to
+// rounding, below).
 #define BOOST_TEST_MODULE fused_residual_norm
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -71,6 +74,24 @@ Run run(const ModelConfig& config, Recompute recompute = Recompute::none,
   r.totals = timer->totals();
   if (observe_depth_states) BOOST_TEST(observed == kLayers + 1);  // every z_l, none null
   return r;
+}
+
+// HC and mHC run their mix backward in one pass per token when fused (stream_kernels.hpp
+// MixGrads): the same sums in the same order as the two passes, but the compiler contracts a·b + c
+// into a fused multiply-add in one and not in the other, so the gradients agree to rounding, not
+// bit for bit (exactly under -ffp-contract=off).
+bool one_pass_mix_backward(const std::string& arch) {
+  return arch == "hc" || arch == "mhc";
+}
+
+// Largest |a − b| over max |b|.
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
 }
 
 }  // namespace
@@ -182,8 +203,16 @@ BOOST_AUTO_TEST_CASE(fused_kernels_off_runs_the_separate_ops_with_the_same_bits)
         const Run unfused = run(c, Recompute::none, false, separate);
         BOOST_TEST(unfused.calls("add_rmsnorm_forward") == 0);
         BOOST_TEST(unfused.calls("add_layernorm_forward") == 0);
-        BOOST_TEST(unfused.loss == fused.loss);
-        BOOST_TEST(unfused.grads == fused.grads, boost::test_tools::per_element());
+        if (one_pass_mix_backward(v.arch)) {
+          // Rounding only (see the file comment): loss and gradients to a few float roundings.
+          BOOST_TEST(unfused.loss == fused.loss, boost::test_tools::tolerance(1e-6));
+          const double diff = relative_difference(unfused.grads, fused.grads);
+          BOOST_TEST_MESSAGE(v.name() << ": gradients differ by " << diff << " of their largest");
+          BOOST_TEST(diff < 1e-5);
+        } else {
+          BOOST_TEST(unfused.loss == fused.loss);
+          BOOST_TEST(unfused.grads == fused.grads, boost::test_tools::per_element());
+        }
       }
     }
 }

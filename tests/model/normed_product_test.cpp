@@ -4,7 +4,9 @@
 // gradient of the normalised rows formed by a product and handed to the RMSNorm's backward. The
 // rounding order differs, so in double the two agree to ~1e-12 relative, in float to ~1e-5; the
 // weight, gain and input gradients are checked as well as z, with W in two blocks (HC: W_α, W_β)
-// and in one (mHC: φ).
+// and in one (mHC: φ). And the combine's input gradient added in the input gradient's pass
+// (CombineInputTerm) against the combine's own pass before it (stream_kernels.hpp
+// combine_streams_backward), for HC's rows (one per stream) and mHC's (one per token).
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE normed_product
 #include "model/residual/normed_product.hpp"
@@ -12,10 +14,12 @@
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "model/residual/stream_kernels.hpp"
 #include "ops/cpu/cpu_ops.hpp"
 #include "ops/cpu/rmsnorm.hpp"
 #include "support/gradcheck.hpp"
@@ -110,4 +114,85 @@ BOOST_AUTO_TEST_CASE(normed_product_matches_the_unfused_norm_and_product_in_floa
   check_against_the_unfused_norm<float>(37, 24, 5, 1, 2e-5);
   check_against_the_unfused_norm<float>(9, 96, 15, 0, 2e-5);
   check_against_the_unfused_norm<float>(7, 1536, 15, 0, 2e-5);
+}
+
+namespace {
+
+// The combine x_in = Σ_s w_ts·x[t, s] over `tokens` tokens of n streams of d values; the norm's
+// rows are `width` wide (HC: d, mHC: n·d). Its input gradient added in the norm's input-gradient
+// pass gives ∂x as the combine's own pass followed by the norm's backward: the same additions in
+// the same order per value, up to the FMA contraction the compiler picks for w·∂x_in + ∂x in
+// each loop (stream_kernels.hpp MixGrads says more): within 4 units of the last place.
+template <class T>
+void check_combine_term(int64_t tokens, int n, int d, int stride, bool per_token, int m) {
+  const int width = per_token ? n * d : d;
+  const int64_t rows = tokens * n * d / width;
+  const double eps = 1e-5;
+  const std::vector<T> x = random_values<T>(size_t(tokens) * n * d, 41 + n, 2.0);
+  std::vector<T> gain = random_values<T>(width, 42, 0.3);
+  for (T& g : gain) g += T(1);
+  const std::vector<T> a = random_values<T>(size_t(width) * m, 43);
+  const std::vector<T> dz = random_values<T>(size_t(rows) * m, 44);
+  const std::vector<T> weights = random_values<T>(size_t(tokens) * n * stride, 45);
+  const std::vector<T> dx_in = random_values<T>(size_t(tokens) * d, 46);
+  const std::vector<T> dx_start = random_values<T>(x.size(), 47);
+  std::unique_ptr<Ops<T>> ops = make_cpu_ops<T>();
+
+  auto run = [&](bool fused, std::vector<T>& dx) {
+    std::vector<T> z(size_t(rows) * m), rstd(rows), da(a.size(), T(0)), dgain(width, T(0));
+    std::vector<T> dweights(weights.size(), T(0));
+    Buffer<T> gw, dzs, G, dn;
+    const NormedWeights<T> w{gain.data(), a.data(),     nullptr,   m,
+                             0,           dgain.data(), da.data(), nullptr};
+    normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, eps, w);
+    dx = dx_start;
+    combine_streams_backward(MemorySpace::host, dweights.data(), dx.data(), dx_in.data(), x.data(),
+                             weights.data(), stride, tokens, n, d,
+                             /*input_grads=*/!fused);
+    normed_product_kernels::CombineInputTerm<T> term;
+    if (fused) term = {dx_in.data(), weights.data(), stride, n, d};
+    normed_product_backward(*ops, dx.data(), dz.data(), x.data(), rstd.data(), rows, width, w, gw,
+                            dzs, G, dn, term);
+  };
+  std::vector<T> separate, fused;
+  run(false, separate);
+  run(true, fused);
+  const std::string shape = std::string(per_token ? "mHC rows" : "HC rows") + " tokens " +
+                            std::to_string(tokens) + " n " + std::to_string(n) + " d " +
+                            std::to_string(d) + " m " + std::to_string(m);
+  BOOST_TEST(relative_error(fused.data(), separate) <= 4 * std::numeric_limits<T>::epsilon(),
+             "dx: " << shape);
+  // The term is really there: without it ∂x differs by much more than rounding.
+  std::vector<T> without;
+  {
+    std::vector<T> z(size_t(rows) * m), rstd(rows), da(a.size(), T(0)), dgain(width, T(0));
+    Buffer<T> gw, dzs, G, dn;
+    const NormedWeights<T> w{gain.data(), a.data(),     nullptr,   m,
+                             0,           dgain.data(), da.data(), nullptr};
+    normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, eps, w);
+    without = dx_start;
+    normed_product_backward(*ops, without.data(), dz.data(), x.data(), rstd.data(), rows, width, w,
+                            gw, dzs, G, dn);
+  }
+  BOOST_TEST(relative_error(without.data(), separate) > 1e-3, "term missing: " << shape);
+}
+
+template <class T>
+void check_combine_term_shapes() {
+  for (int n : {1, 3, 4}) {
+    check_combine_term<T>(37, n, 24, n + 1, /*per_token=*/false, n + 2);  // HC: α[:, 0], n + 2
+    check_combine_term<T>(5, n, 130, n + 1, false, n + 2);
+    check_combine_term<T>(9, n, 32, 1, /*per_token=*/true, n * n + 2 * n);  // mHC: H_pre, φ
+    check_combine_term<T>(3, n, 400, 1, true, n * n + 2 * n);               // dn from a product
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(combine_input_grad_in_the_norm_backward_pass_equals_its_own_pass_in_double) {
+  check_combine_term_shapes<double>();
+}
+
+BOOST_AUTO_TEST_CASE(combine_input_grad_in_the_norm_backward_pass_equals_its_own_pass_in_float) {
+  check_combine_term_shapes<float>();
 }

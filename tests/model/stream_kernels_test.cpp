@@ -1,14 +1,23 @@
-// The fused stream combine + RMSNorm of HC (§7) and mHC (§8) (stream_kernels.hpp CombineNorm,
-// launched by combine_streams_rmsnorm) against the unfused pair it replaced in the designs,
-// combine_streams then the CPU backend's RMSNorm forward: bit for bit, in float and double, for
-// the strides of both designs, with and without a gain, on row counts that do not divide evenly
-// among threads.
+// The fused stream passes of HC (§7) and mHC (§8) against the unfused ones they replace in the
+// designs (train.fused_kernels = off runs those), in float and double, on row counts that do not
+// divide evenly among threads.
+// - The combine + RMSNorm (stream_kernels.hpp CombineNorm, launched by combine_streams_rmsnorm)
+//   against combine_streams then the CPU backend's RMSNorm forward, for the strides of both
+//   designs, with and without a gain: bit for bit.
+// - The mix backward in one pass per token (MixGrads, mix_streams_backward with one_pass) against
+//   its two passes (value gradients, then coefficient gradients), for both designs' map layouts:
+//   the same sums in the same order, but GCC contracts a·b + c into a fused multiply-add in one
+//   loop and not in the other (stream_kernels.hpp MixGrads), so the last bit may differ: within
+//   4 units of the last place of the largest value (2⁻²² relative in float, 2⁻⁵⁰ in double).
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE stream_kernels
 #include "model/residual/stream_kernels.hpp"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -59,7 +68,101 @@ void check_all_shapes() {
       }
 }
 
+// Largest |a − b| over max |b| (both the same size).
+template <class T>
+double relative_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
+}
+
+// One shape of the mix backward: one pass and two passes write the same dy, dH, dpost and dmix
+// up to the FMA contraction's rounding (4 units of the last place); dmix entries outside the map
+// (HC's column 0 of α) are left as they were.
+template <class T>
+void check_one_pass_mix_backward(int64_t rows, int n, int d, StreamMapLayout map) {
+  const size_t state = size_t(rows) * n * d;
+  const std::vector<T> g = test::random_vector<T>(state, 21 + n),
+                       H = test::random_vector<T>(state, 22);
+  const std::vector<T> y = test::random_vector<T>(size_t(rows) * d, 23);
+  const std::vector<T> post = test::random_vector<T>(size_t(rows) * n, 24);
+  const std::vector<T> mix = test::random_vector<T>(size_t(rows) * map.row, 25);
+  const std::vector<T> dmix_start = test::random_vector<T>(mix.size(), 26);
+  struct Grads {
+    std::vector<T> dy, dpost, dmix, dH;
+  };
+  auto run = [&](bool one_pass) {
+    Grads r{std::vector<T>(size_t(rows) * d, T(-1)), std::vector<T>(size_t(rows) * n, T(-1)),
+            dmix_start, std::vector<T>(state, T(-1))};
+    mix_streams_backward(MemorySpace::host, one_pass, r.dy.data(), r.dpost.data(), r.dmix.data(),
+                         r.dH.data(), g.data(), H.data(), y.data(), post.data(), mix.data(), map,
+                         rows, n, d);
+    return r;
+  };
+  const Grads two = run(false), one = run(true);
+  const std::string shape = "rows " + std::to_string(rows) + " n " + std::to_string(n) + " d " +
+                            std::to_string(d) + (map.offset ? " HC map" : " mHC map");
+  const double ulps4 = 4 * std::numeric_limits<T>::epsilon();
+  BOOST_TEST(relative_difference(one.dy, two.dy) <= ulps4, "dy: " << shape);
+  BOOST_TEST(relative_difference(one.dH, two.dH) <= ulps4, "dH: " << shape);
+  BOOST_TEST(relative_difference(one.dpost, two.dpost) <= ulps4, "dpost: " << shape);
+  BOOST_TEST(relative_difference(one.dmix, two.dmix) <= ulps4, "dmix: " << shape);
+  for (size_t i = 0; i < dmix_start.size(); ++i)  // the entries outside the map: untouched
+    if (map.offset && i % (n + 1) == 0)
+      BOOST_TEST((one.dmix[i] == dmix_start[i] && two.dmix[i] == dmix_start[i]), shape);
+  BOOST_TEST(!same_bits(two.dmix, dmix_start), "dmix written: " << shape);
+}
+
+template <class T>
+void check_mix_backward_shapes() {
+  // n = 5 is past kMaxMixGradStreams: one_pass falls back to the two passes.
+  for (int n : {1, 3, 4, 5})
+    for (const StreamMapLayout map : {StreamMapLayout{int64_t(n) * (n + 1), 1, n + 1, 1},
+                                      StreamMapLayout{int64_t(n) * n, n, 1, 0}}) {
+      check_one_pass_mix_backward<T>(37, n, 24, map);
+      check_one_pass_mix_backward<T>(5, n, 130, map);
+    }
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(one_pass_mix_backward_equals_the_two_passes_to_rounding_in_float) {
+  check_mix_backward_shapes<float>();
+}
+
+BOOST_AUTO_TEST_CASE(one_pass_mix_backward_equals_the_two_passes_to_rounding_in_double) {
+  check_mix_backward_shapes<double>();
+}
+
+// The one-pass coefficient gradients are the dot products they stand for (a pass that summed
+// the wrong stream would still match itself): dpost_i = ⟨g_i, y⟩, dmix = ⟨g_i, H_j⟩ in double.
+BOOST_AUTO_TEST_CASE(one_pass_mix_backward_coefficients_are_the_dot_products) {
+  const int64_t rows = 3;
+  const int n = 4, d = 16;
+  const StreamMapLayout map{int64_t(n) * n, n, 1, 0};
+  const std::vector<double> g = test::random_vector<double>(size_t(rows) * n * d, 31),
+                            H = test::random_vector<double>(g.size(), 32),
+                            y = test::random_vector<double>(size_t(rows) * d, 33),
+                            post = test::random_vector<double>(size_t(rows) * n, 34),
+                            mix = test::random_vector<double>(size_t(rows) * n * n, 35);
+  std::vector<double> dy(y.size()), dH(g.size()), dpost(post.size()), dmix(mix.size());
+  mix_streams_backward(MemorySpace::host, true, dy.data(), dpost.data(), dmix.data(), dH.data(),
+                       g.data(), H.data(), y.data(), post.data(), mix.data(), map, rows, n, d);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int i = 0; i < n; ++i) {
+      double post_dot = 0;
+      for (int e = 0; e < d; ++e) post_dot += g[(r * n + i) * d + e] * y[r * d + e];
+      BOOST_TEST(dpost[r * n + i] == post_dot, boost::test_tools::tolerance(1e-12));
+      for (int j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int e = 0; e < d; ++e) dot += g[(r * n + i) * d + e] * H[(r * n + j) * d + e];
+        BOOST_TEST(dmix[map.at(r, i, j)] == dot, boost::test_tools::tolerance(1e-12));
+      }
+    }
+}
 
 BOOST_AUTO_TEST_CASE(fused_combine_and_rmsnorm_equal_the_unfused_pair_bitwise_in_float) {
   check_all_shapes<float>();

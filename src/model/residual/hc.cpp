@@ -212,16 +212,21 @@ class HyperConnections : public ResidualDesign<T>,
     du_.resize(rows * d);
     dx_.resize(rows * d);
     dH_.resize(R * d);
-    mix_streams_backward(ops.space(), dy_.data(), dbeta_.data(), dalpha_.data(), dH_.data(),
-                         dstate_.data(), H, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map(),
-                         rows, n, d);
+    mix_streams_backward(ops.space(), net.fused_kernels(), dy_.data(), dbeta_.data(),
+                         dalpha_.data(), dH_.data(), dstate_.data(), H, c.y.data(), c.beta.data(),
+                         c.alpha.data(), alpha_map(), rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), du_.data());
     else
       net.attention_backward(p, dy_.data(), du_.data());
     net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
+    // x_in = Σ_s w_s·H[s]: the weight gradients now (the coefficients' backward needs them); the
+    // input gradient w_s·dx goes into the stream norm's backward pass below (fused), or now.
+    const bool fused = net.fused_kernels();
     combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(),
-                             n1, rows, n, d);
+                             n1, rows, n, d, /*input_grads=*/!fused);
+    normed_product_kernels::CombineInputTerm<T> combine_term;
+    if (fused) combine_term = {dx_.data(), c.alpha.data(), n1, n, d};
     // α = static + s_α·tanh(z_α): static, scale and logit gradients.
     dz_.resize(R * (n + 2));
     SumTargets<T> targets;
@@ -234,7 +239,7 @@ class HyperConnections : public ResidualDesign<T>,
                                            net.value(id.s_alpha), net.value(id.s_beta), n});
     // z = RMSNorm_k(H)·[W_α | W_β]: the weight and gain gradients, and ∂H added into dH.
     normed_product_backward(ops, dH_.data(), dz_.data(), H, c.stream_rstd.data(), R, d,
-                            weights(net, id), gw_, dzs_, g_, dn_);
+                            weights(net, id), gw_, dzs_, g_, dn_, combine_term);
     dstate_.swap(dH_);
   }
 

@@ -213,16 +213,21 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     du_.resize(rows * d);
     dx_.resize(rows * d);
     dX_.resize(rows * nd);
-    mix_streams_backward(ops.space(), dy_.data(), dpost_.data(), dres_.data(), dX_.data(),
-                         dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(), res_map(),
-                         rows, n, d);
+    mix_streams_backward(ops.space(), net.fused_kernels(), dy_.data(), dpost_.data(), dres_.data(),
+                         dX_.data(), dstate_.data(), X, c.y.data(), c.post.data(), c.res.data(),
+                         res_map(), rows, n, d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), du_.data());
     else
       net.attention_backward(p, dy_.data(), du_.data());
     net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
+    // x_in = Σ_s w_s·X[s]: the weight gradients now (the coefficients' backward needs them); the
+    // input gradient w_s·dx goes into the stream norm's backward pass below (fused), or now.
+    const bool fused = net.fused_kernels();
     combine_streams_backward(ops.space(), dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1,
-                             rows, n, d);
+                             rows, n, d, /*input_grads=*/!fused);
+    normed_product_kernels::CombineInputTerm<T> combine_term;
+    if (fused) combine_term = {dx_.data(), c.pre.data(), 1, n, d};
     // Coefficient logits → gates, biases and z.
     dres_logits_.resize(rows * nn);
     dz_.resize(rows * m);
@@ -236,7 +241,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
                                c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
     // z = v·φ: the gradients of φ and of the norm's gain, and ∂X added into dX.
     normed_product_backward(ops, dX_.data(), dz_.data(), X, c.vec_rstd.data(), rows, nd,
-                            weights(net, id), gw_, dzs_, g_, dn_);
+                            weights(net, id), gw_, dzs_, g_, dn_, combine_term);
     dstate_.swap(dX_);
   }
 

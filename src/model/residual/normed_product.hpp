@@ -88,15 +88,35 @@ struct WeightGrads {
   }
 };
 
+// A second gradient that InputGrad adds into the same ∂x in its pass, instead of a pass of its
+// own that reads and writes ∂x: the HC/mHC combine's input gradient (x_in = Σ_s w_ts·x[t, s]),
+// ∂x[t, s, e] += w_ts·∂x_in[t, e] with w_ts = weights[(t·n + s)·stride], where x is the n-stream
+// state [tokens, n, d] seen as rows of `width` values (HC: width d, a row per stream; mHC: n·d,
+// a row per token). dx_in null: none.
+template <class T>
+struct CombineInputTerm {
+  const T *dx_in = nullptr, *weights = nullptr;
+  int stride = 0, n = 0, d = 0;
+  // The term at value e of row r.
+  DB_HD T at(int64_t r, int width, int e) const {
+    const int64_t first = r * (width / d);  // the row's first (token, stream) index
+    const int s = e / d, value = e - s * d;
+    return weights[(first + s) * stride] * dx_in[(first / n) * d + value];
+  }
+};
+
 // The input gradient of one row r (a warp on a GPU), added into dx: RMSNorm's backward as
 // cpu::rmsnorm_backward computes it, from dn[r, e] = Σ_c dz[r, c]·gw[e, c] (the gain is in gw).
 // dn is read from `dn` when given (formed by a product), else formed here twice per value from
 // gw (m multiply-adds each), which must then be small enough to stay in cache (dn_from_rows).
+// With a combine term, dx[r, e] first gets the term, then the norm's gradient, as the combine's
+// backward followed by this one would add them.
 template <class T>
 struct InputGrad {
   T* dx;
   const T *dn, *dz, *x, *gw, *rstd;
   int width, m;
+  CombineInputTerm<T> combine = {};
   DB_HD T dn_at(int64_t r, int e) const {
     if (dn) return dn[r * width + e];
     const T* dzr = dz + r * m;
@@ -112,6 +132,15 @@ struct InputGrad {
     const double rs = rstd[r];
     const double coef = rs * rs * rs * lanes.sum(dot) / width;
     T* dxr = dx + r * width;
+    if (combine.dx_in) {
+      for (int e = lanes.first(); e < width; e += lanes.step()) {
+        T value = dxr[e];
+        value += combine.at(r, width, e);
+        value += T(rs * dn_at(r, e) - coef * xr[e]);
+        dxr[e] = value;
+      }
+      return;
+    }
     for (int e = lanes.first(); e < width; e += lanes.step())
       dxr[e] += T(rs * dn_at(r, e) - coef * xr[e]);
   }
@@ -154,12 +183,14 @@ inline bool dn_from_rows(int width, int m) {
   return m <= 8 && int64_t(width) * m <= 16384;
 }
 
-// Its backward from dz [rows, m]: the gradients of W and the gain accumulated, ∂x added into dx.
+// Its backward from dz [rows, m]: the gradients of W and the gain accumulated, ∂x added into dx,
+// with `combine`'s term (HC/mHC's combine input gradient, when given) in the same pass.
 // gw, dzs [rows, m], G [width, m] and dn [rows, width] (unless dn_from_rows): scratch.
 template <class T>
 void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const T* rstd,
                              int64_t rows, int width, const NormedWeights<T>& w, Buffer<T>& gw,
-                             Buffer<T>& dzs, Buffer<T>& G, Buffer<T>& dn) {
+                             Buffer<T>& dzs, Buffer<T>& G, Buffer<T>& dn,
+                             const normed_product_kernels::CombineInputTerm<T>& combine = {}) {
   namespace k = normed_product_kernels;
   const int m = w.columns();
   dzs.resize(size_t(rows) * m);
@@ -176,9 +207,9 @@ void normed_product_backward(Ops<T>& ops, T* dx, const T* dz, const T* x, const 
     dn.resize(size_t(rows) * width);
     ops.gemm(false, true, int(rows), width, m, T(1), dz, m, gw.data(), m, T(0), dn.data(), width);
   }
-  for_each_row_lanes(
-      ops.space(), rows,
-      k::InputGrad<T>{dx, from_rows ? nullptr : dn.data(), dz, x, gw.data(), rstd, width, m});
+  for_each_row_lanes(ops.space(), rows,
+                     k::InputGrad<T>{dx, from_rows ? nullptr : dn.data(), dz, x, gw.data(), rstd,
+                                     width, m, combine});
 }
 
 }  // namespace db

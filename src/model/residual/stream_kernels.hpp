@@ -185,6 +185,105 @@ struct MixCoefficientGrads {
   }
 };
 
+// The most streams MixGrads takes: each lane keeps n + n² double sums (20 at n = 4), which must
+// stay in a GPU thread's registers; at n = 8 (72 sums, 144 registers) they would spill to
+// local memory. Beyond it mix_streams_backward runs the two passes above.
+inline constexpr int kMaxMixGradStreams = 4;
+
+// Unrolls the fixed-length loops of MixGrads on the GPU, so that its small arrays are registers
+// (indexed by constants), not local memory. The host compiler decides for itself.
+#if defined(__CUDA_ARCH__)
+#define DB_STREAM_UNROLL _Pragma("unroll")
+#else
+#define DB_STREAM_UNROLL
+#endif
+
+// MixValueGrads and MixCoefficientGrads in one pass over token r (a warp on a GPU; n ≤
+// kMaxMixGradStreams): each g[r, i, e] is read once for dy, dH, dpost and dmix, and H[r, j, e]
+// and y[r, e] once for the n + n² dot products, which each lane sums side by side. Every value
+// is computed by the expression of the two passes, and each dot product still sums e in
+// ascending order per lane before lanes.sum (one lane on the host; on a GPU the same warp sums as
+// dot()). Only the compiler's contraction of a·b + c into one fused multiply-add, which it decides
+// per loop (-march=x86-64-v3 has FMA, and GCC contracts by default), can tell the results apart:
+// a rounding of the last bit here and there (built with -ffp-contract=off they are the same bits).
+template <class T>
+struct MixGrads {
+  T *dy, *dH, *dpost, *dmix;
+  const T *g, *H, *y, *post, *mix;
+  StreamMapLayout map;
+  int n, d;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    constexpr int N = kMaxMixGradStreams;
+    const T* gr = g + r * n * d;
+    const T* Hr = H + r * n * d;
+    T p[N], m[N][N];                   // post_i and M(r, i, j)
+    double dp[N] = {}, dm[N][N] = {};  // this lane's part of dpost_i and of dmix at M(r, i, j)
+    DB_STREAM_UNROLL
+    for (int i = 0; i < N; ++i) {
+      if (i >= n) break;
+      p[i] = post[r * n + i];
+      DB_STREAM_UNROLL
+      for (int j = 0; j < N; ++j) {
+        if (j >= n) break;
+        m[i][j] = mix[map.at(r, i, j)];
+      }
+    }
+    for (int e = lanes.first(); e < d; e += lanes.step()) {
+      T gi[N];
+      DB_STREAM_UNROLL
+      for (int i = 0; i < N; ++i) {
+        if (i >= n) break;
+        gi[i] = gr[i * d + e];
+      }
+      T sum = T(0);
+      DB_STREAM_UNROLL
+      for (int i = 0; i < N; ++i) {
+        if (i >= n) break;
+        sum += p[i] * gi[i];
+      }
+      dy[r * d + e] = sum;
+      const T ye = y[r * d + e];
+      DB_STREAM_UNROLL
+      for (int i = 0; i < N; ++i) {
+        if (i >= n) break;
+        dp[i] += double(gi[i]) * ye;
+      }
+      DB_STREAM_UNROLL
+      for (int j = 0; j < N; ++j) {
+        if (j >= n) break;
+        T dh = T(0);
+        DB_STREAM_UNROLL
+        for (int i = 0; i < N; ++i) {
+          if (i >= n) break;
+          dh += m[i][j] * gi[i];
+        }
+        dH[(r * n + j) * d + e] = dh;
+        const T hj = Hr[j * d + e];
+        DB_STREAM_UNROLL
+        for (int i = 0; i < N; ++i) {
+          if (i >= n) break;
+          dm[i][j] += double(gi[i]) * hj;
+        }
+      }
+    }
+    DB_STREAM_UNROLL
+    for (int i = 0; i < N; ++i) {
+      if (i >= n) break;
+      const T value = T(lanes.sum(dp[i]));
+      if (lanes.leader()) dpost[r * n + i] = value;
+      DB_STREAM_UNROLL
+      for (int j = 0; j < N; ++j) {
+        if (j >= n) break;
+        const T coefficient = T(lanes.sum(dm[i][j]));
+        if (lanes.leader()) dmix[map.at(r, i, j)] = coefficient;
+      }
+    }
+  }
+};
+
+#undef DB_STREAM_UNROLL
+
 }  // namespace stream_kernels
 
 // --- the calls the designs make (space: where every pointer lives, ops.space()) --------------
@@ -218,12 +317,15 @@ void combine_streams_rmsnorm(MemorySpace space, T* x, T* u, T* rstd, const T* H,
 }
 
 // Its backward: dweights[(r·n + s)·stride] = ⟨dx[r], H[r, s]⟩ (overwritten), dH[r, s] +=
-// w_rs·dx[r].
+// w_rs·dx[r]. With input_grads false only the weight gradients: the designs add the input
+// gradient in the stream norm's backward pass instead (normed_product.hpp CombineInputTerm).
 template <class T>
 void combine_streams_backward(MemorySpace space, T* dweights, T* dH, const T* dx, const T* H,
-                              const T* weights, int stride, int64_t rows, int n, int d) {
+                              const T* weights, int stride, int64_t rows, int n, int d,
+                              bool input_grads = true) {
   for_each_row_lanes(space, rows * n,
                      stream_kernels::CombineWeightGrad<T>{dweights, dx, H, stride, n, d});
+  if (!input_grads) return;
   for_each_row_element(space, rows * n, d,
                        stream_kernels::CombineInputGrad<T>{dH, dx, weights, stride, n, d});
 }
@@ -236,10 +338,19 @@ void mix_streams(MemorySpace space, T* out, const T* H, const T* y, const T* pos
 }
 
 // Its backward from g = ∂/∂out: dy, dpost, the map entries of dmix and dH, all overwritten.
+// one_pass (train.fused_kernels): one pass over each token (MixGrads) when n ≤
+// kMaxMixGradStreams, else a pass for dy and dH, then one for dpost and dmix, which read g again.
+// The same sums in the same order either way (MixGrads: where the last bit may still differ).
 template <class T>
-void mix_streams_backward(MemorySpace space, T* dy, T* dpost, T* dmix, T* dH, const T* g,
-                          const T* H, const T* y, const T* post, const T* mix, StreamMapLayout map,
-                          int64_t rows, int n, int d) {
+void mix_streams_backward(MemorySpace space, bool one_pass, T* dy, T* dpost, T* dmix, T* dH,
+                          const T* g, const T* H, const T* y, const T* post, const T* mix,
+                          StreamMapLayout map, int64_t rows, int n, int d) {
+  if (one_pass && n <= stream_kernels::kMaxMixGradStreams) {
+    for_each_row_lanes(
+        space, rows,
+        stream_kernels::MixGrads<T>{dy, dH, dpost, dmix, g, H, y, post, mix, map, n, d});
+    return;
+  }
   for_each_row_element(space, rows, d,
                        stream_kernels::MixValueGrads<T>{dy, dH, g, post, mix, map, n, d});
   for_each_row_lanes(space, rows * n,
