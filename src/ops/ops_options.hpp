@@ -57,10 +57,11 @@ inline const char* activation_dtype_choices() {
   return "auto | fp32 | bf16";
 }
 
-// train.fused_kernels, read by the model: on = the memory-bound pairs it has a fused op for run
-// as one (the residual add with the norm after it, the HC/mHC combine with its norm, QK-norm
-// with RoPE); off = the separate ops, the same math (on the CPU the same bits), for the lever
-// table and to set a fused kernel aside. "on" | "off", else db::Error naming the valid values.
+// train.fused_kernels, read by the model: on = the memory-bound passes it has a fused form for
+// run as one (the residual add with the norm after it, the HC/mHC combine with its norm and
+// their backward passes, QK-norm with RoPE); off = the separate ops, the same math (on the CPU
+// the same bits, HC/mHC's backward to rounding), for the lever table and to set a fused kernel
+// aside. "on" | "off", else db::Error naming the valid values.
 bool parse_fused_kernels(const std::string& name);
 
 struct OpsOptions {
