@@ -25,19 +25,6 @@ namespace {
 
 using test::Variant;
 
-ModelConfig config_of(const Variant& v, bool qk_norm) {
-  ModelConfig c;
-  c.arch = v.arch;
-  c.design_options = v.options;
-  c.n_layer = 4;
-  c.d_model = 32;
-  c.n_head = 4;
-  c.n_kv_head = 2;
-  c.qk_norm = qk_norm;
-  c.vocab_size = 37;
-  return c;
-}
-
 struct Step {
   double loss;
   std::vector<float> grads;
@@ -85,7 +72,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_stays_within_bf16_tolerance_of_fp32) {
   for (const Variant& v : test::state_changing_variants())
     for (bool qk_norm : {false, true}) {
       BOOST_TEST_CONTEXT(v.name() << (qk_norm ? ", qk_norm" : "")) {
-        const ModelConfig c = config_of(v, qk_norm);
+        const ModelConfig c = v.small_config(4, qk_norm);
         const Step wide = train_step(c, ActivationDtype::fp32);
         const Step narrow = train_step(c, ActivationDtype::bf16);
         // bf16 keeps 8 significant bits (relative rounding 2⁻⁹); the loss sums 2·8 positions.
@@ -101,7 +88,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_stays_within_bf16_tolerance_of_fp32) {
 BOOST_AUTO_TEST_CASE(bf16_storage_is_deterministic_and_exact_under_recompute) {
   for (const Variant& v : test::state_changing_variants()) {
     BOOST_TEST_CONTEXT(v.name()) {
-      const ModelConfig c = config_of(v, true);
+      const ModelConfig c = v.small_config();
       const Step first = train_step(c, ActivationDtype::bf16);
       const Step second = train_step(c, ActivationDtype::bf16);
       const Step recomputed = train_step(c, ActivationDtype::bf16, Recompute::blocks);
@@ -114,7 +101,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_is_deterministic_and_exact_under_recompute) {
 }
 
 BOOST_AUTO_TEST_CASE(automatic_storage_is_fp32_on_the_cpu) {
-  const ModelConfig c = config_of({"pre_ln", {}}, false);
+  const ModelConfig c = Variant{"pre_ln", {}}.small_config(4, false);
   const Step automatic = train_step(c, ActivationDtype::automatic);
   const Step fp32 = train_step(c, ActivationDtype::fp32);
   BOOST_TEST(automatic.grads == fp32.grads);
@@ -128,7 +115,7 @@ BOOST_AUTO_TEST_CASE(automatic_storage_is_fp32_on_the_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(bf16_storage_holds_less_memory_at_the_peak) {
-  ModelConfig c = config_of({"pre_ln", {}}, false);
+  ModelConfig c = Variant{"pre_ln", {}}.small_config(4, false);
   c.n_layer = 16;  // enough blocks that the saved activations outweigh the CPU's scratch
   c.d_model = 64;
   // What a first training step adds to the host bytes in use at its peak: the activations
@@ -155,7 +142,7 @@ BOOST_AUTO_TEST_CASE(bf16_storage_holds_less_memory_at_the_peak) {
 
 BOOST_AUTO_TEST_CASE(a_double_model_refuses_bf16_storage_in_one_line) {
   try {
-    Model<double> model(config_of({"pre_ln", {}}, false), find_backend("cpu"),
+    Model<double> model(Variant{"pre_ln", {}}.small_config(4, false), find_backend("cpu"),
                         OpsOptions{.activation_dtype = ActivationDtype::bf16});
     BOOST_FAIL("expected an error");
   } catch (const Error& e) {

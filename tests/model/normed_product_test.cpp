@@ -34,17 +34,6 @@ std::vector<T> random_values(size_t count, uint64_t seed, double scale = 1.0) {
   return {v.begin(), v.end()};
 }
 
-// Largest |a − b| over max |b|.
-template <class T>
-double relative_error(const T* a, const std::vector<T>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
-
 // rows × width input, W = [A (ca columns) | B (cb columns)].
 template <class T>
 void check_against_the_unfused_norm(int64_t rows, int width, int ca, int cb, double tolerance) {
@@ -91,12 +80,14 @@ void check_against_the_unfused_norm(int64_t rows, int width, int ca, int cb, dou
       (c < ca ? dA_ref[e * ca + c] : dB_ref[e * cb + c - ca]) = dW_ref[e * m + c];
   const std::string shape = "rows " + std::to_string(rows) + " width " + std::to_string(width) +
                             " columns " + std::to_string(ca) + "+" + std::to_string(cb);
-  BOOST_TEST(relative_error(rstd.data(), rstd_ref) == 0.0, "rstd (same sums): " << shape);
-  BOOST_TEST(relative_error(z.data(), z_ref) < tolerance, "z: " << shape);
-  BOOST_TEST(relative_error(da.data(), dA_ref) < tolerance, "dA: " << shape);
-  if (cb) BOOST_TEST(relative_error(db.data(), dB_ref) < tolerance, "dB: " << shape);
-  BOOST_TEST(relative_error(dgain.data(), dgain_ref) < tolerance, "dgain: " << shape);
-  BOOST_TEST(relative_error(dx.data(), dx_ref) < tolerance, "dx: " << shape);
+  BOOST_TEST(test::max_relative_difference(rstd.data(), rstd_ref) == 0.0,
+             "rstd (same sums): " << shape);
+  BOOST_TEST(test::max_relative_difference(z.data(), z_ref) < tolerance, "z: " << shape);
+  BOOST_TEST(test::max_relative_difference(da.data(), dA_ref) < tolerance, "dA: " << shape);
+  if (cb) BOOST_TEST(test::max_relative_difference(db.data(), dB_ref) < tolerance, "dB: " << shape);
+  BOOST_TEST(test::max_relative_difference(dgain.data(), dgain_ref) < tolerance,
+             "dgain: " << shape);
+  BOOST_TEST(test::max_relative_difference(dx.data(), dx_ref) < tolerance, "dx: " << shape);
 }
 
 }  // namespace
@@ -160,7 +151,8 @@ void check_combine_term(int64_t tokens, int n, int d, int stride, bool per_token
   const std::string shape = std::string(per_token ? "mHC rows" : "HC rows") + " tokens " +
                             std::to_string(tokens) + " n " + std::to_string(n) + " d " +
                             std::to_string(d) + " m " + std::to_string(m);
-  BOOST_TEST(relative_error(fused.data(), separate) <= 4 * std::numeric_limits<T>::epsilon(),
+  BOOST_TEST(test::max_relative_difference(fused.data(), separate) <=
+                 4 * std::numeric_limits<T>::epsilon(),
              "dx: " << shape);
   // The term is really there: without it ∂x differs by much more than rounding.
   std::vector<T> without;
@@ -174,7 +166,8 @@ void check_combine_term(int64_t tokens, int n, int d, int stride, bool per_token
     normed_product_backward(*ops, without.data(), dz.data(), x.data(), rstd.data(), rows, width, w,
                             gw, dzs, G, dn);
   }
-  BOOST_TEST(relative_error(without.data(), separate) > 1e-3, "term missing: " << shape);
+  BOOST_TEST(test::max_relative_difference(without.data(), separate) > 1e-3,
+             "term missing: " << shape);
 }
 
 template <class T>

@@ -26,19 +26,6 @@ namespace {
 
 using test::Variant;
 
-ModelConfig config_of(const Variant& v) {
-  ModelConfig c;
-  c.arch = v.arch;
-  c.design_options = v.options;
-  c.n_layer = 4;
-  c.d_model = 32;
-  c.n_head = 4;
-  c.n_kv_head = 2;
-  c.qk_norm = true;
-  c.vocab_size = 37;
-  return c;
-}
-
 template <class T>
 struct Result {
   std::vector<double> losses;  // two steps, then a forward alone
@@ -92,7 +79,7 @@ template <class T>
 void check(const OpsOptions& options, const char* what) {
   for (const Variant& v : test::state_changing_variants()) {
     BOOST_TEST_CONTEXT(v.name() << ", " << what) {
-      const ModelConfig c = config_of(v);
+      const ModelConfig c = v.small_config();
       const Result<T> clean = run<T>(c, options, false);
       const Result<T> poisoned = run<T>(c, options, true);
       BOOST_TEST(poisoned.finite());

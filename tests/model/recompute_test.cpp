@@ -22,19 +22,6 @@ namespace {
 
 using test::Variant;
 
-ModelConfig config_of(const Variant& v, int n_layer) {
-  ModelConfig c;
-  c.arch = v.arch;
-  c.design_options = v.options;
-  c.n_layer = n_layer;
-  c.d_model = 32;
-  c.n_head = 4;
-  c.n_kv_head = 2;
-  c.qk_norm = true;
-  c.vocab_size = 37;
-  return c;
-}
-
 enum class Schedule { plain, skip, swap };
 
 struct Step {
@@ -75,7 +62,7 @@ void check_same_bits(const char* type) {
   for (const Variant& v : test::state_changing_variants())
     for (Schedule s : {Schedule::plain, Schedule::skip, Schedule::swap}) {
       BOOST_TEST_CONTEXT(v.name() << ", " << type << ", schedule " << int(s)) {
-        const ModelConfig c = config_of(v, 4);
+        const ModelConfig c = v.small_config(4);
         const Step kept = train_step<T>(c, s, Recompute::none);
         const Step recomputed = train_step<T>(c, s, Recompute::blocks);
         BOOST_TEST(std::memcmp(&kept.loss, &recomputed.loss, sizeof(double)) == 0);
@@ -112,7 +99,7 @@ BOOST_AUTO_TEST_CASE(recomputed_blocks_give_the_same_bits_in_double) {
 BOOST_AUTO_TEST_CASE(a_forward_alone_runs_under_recompute) {
   for (const Variant& v : test::state_changing_variants()) {
     BOOST_TEST_CONTEXT(v.name()) {
-      const ModelConfig c = config_of(v, 3);
+      const ModelConfig c = v.small_config(3);
       std::vector<int32_t> tokens(2 * 5, 1);
       Model<double> kept(c), recomputed(c);
       kept.initialize(5);
@@ -127,7 +114,7 @@ BOOST_AUTO_TEST_CASE(a_forward_alone_runs_under_recompute) {
 BOOST_AUTO_TEST_CASE(recomputed_blocks_hold_less_memory_at_the_peak) {
   for (const DesignInfo& d : all_designs()) {
     BOOST_TEST_CONTEXT(d.name) {
-      const ModelConfig c = config_of({d.name, {}}, 8);
+      const ModelConfig c = Variant{d.name, {}}.small_config(8);
       const size_t kept = peak_step_bytes(c, Recompute::none);
       const size_t recomputed = peak_step_bytes(c, Recompute::blocks);
       BOOST_TEST_MESSAGE(d.name << ": peak step bytes " << kept << " kept, " << recomputed

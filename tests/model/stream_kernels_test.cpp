@@ -68,17 +68,6 @@ void check_all_shapes() {
       }
 }
 
-// Largest |a − b| over max |b| (both the same size).
-template <class T>
-double relative_difference(const std::vector<T>& a, const std::vector<T>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
-
 // One shape of the mix backward: one pass and two passes write the same dy, dH, dpost and dmix
 // up to the FMA contraction's rounding (4 units of the last place); dmix entries outside the map
 // (HC's column 0 of α) are left as they were.
@@ -106,10 +95,11 @@ void check_one_pass_mix_backward(int64_t rows, int n, int d, StreamMapLayout map
   const std::string shape = "rows " + std::to_string(rows) + " n " + std::to_string(n) + " d " +
                             std::to_string(d) + (map.offset ? " HC map" : " mHC map");
   const double ulps4 = 4 * std::numeric_limits<T>::epsilon();
-  BOOST_TEST(relative_difference(one.dy, two.dy) <= ulps4, "dy: " << shape);
-  BOOST_TEST(relative_difference(one.dH, two.dH) <= ulps4, "dH: " << shape);
-  BOOST_TEST(relative_difference(one.dpost, two.dpost) <= ulps4, "dpost: " << shape);
-  BOOST_TEST(relative_difference(one.dmix, two.dmix) <= ulps4, "dmix: " << shape);
+  BOOST_TEST(test::max_relative_difference(one.dy.data(), two.dy) <= ulps4, "dy: " << shape);
+  BOOST_TEST(test::max_relative_difference(one.dH.data(), two.dH) <= ulps4, "dH: " << shape);
+  BOOST_TEST(test::max_relative_difference(one.dpost.data(), two.dpost) <= ulps4,
+             "dpost: " << shape);
+  BOOST_TEST(test::max_relative_difference(one.dmix.data(), two.dmix) <= ulps4, "dmix: " << shape);
   for (size_t i = 0; i < dmix_start.size(); ++i)  // the entries outside the map: untouched
     if (map.offset && i % (n + 1) == 0)
       BOOST_TEST((one.dmix[i] == dmix_start[i] && two.dmix[i] == dmix_start[i]), shape);

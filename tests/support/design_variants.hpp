@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model_config.hpp"
 #include "model/residual/registry.hpp"
 
 namespace db::test {
@@ -17,6 +18,19 @@ struct Variant {
     std::string n = arch;
     for (const auto& [key, value] : options) n += " " + key + "=" + value;
     return n;
+  }
+  // The small model these tests build: d = 32, 4 heads sharing 2 kv heads, 37 tokens.
+  ModelConfig small_config(int n_layer = 4, bool qk_norm = true) const {
+    ModelConfig c;
+    c.arch = arch;
+    c.design_options = options;
+    c.n_layer = n_layer;
+    c.d_model = 32;
+    c.n_head = 4;
+    c.n_kv_head = 2;
+    c.qk_norm = qk_norm;
+    c.vocab_size = 37;
+    return c;
   }
 };
 

@@ -21,6 +21,17 @@ std::vector<T> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
   return v;
 }
 
+// Largest |a − b| over max |b| (a holds as many values as b).
+template <class T>
+double max_relative_difference(const T* a, const std::vector<T>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
+}
+
 // Checks up to `max_checks` entries of x (spread evenly) of d f / d x against `analytic`.
 inline double max_relative_error(const std::function<double()>& f, std::vector<double>& x,
                                  const std::vector<double>& analytic, size_t max_checks = 64,
