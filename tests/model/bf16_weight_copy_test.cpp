@@ -16,22 +16,16 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/model.hpp"
+#include "support/design_variants.hpp"
 #include "train/adamw.hpp"
 
 using namespace db;
 
 namespace {
 
+// The small model of the model tests, three blocks.
 ModelConfig config_of(const std::string& arch) {
-  ModelConfig c;
-  c.arch = arch;
-  c.n_layer = 3;
-  c.d_model = 32;
-  c.n_head = 4;
-  c.n_kv_head = 2;
-  c.qk_norm = true;
-  c.vocab_size = 37;
-  return c;
+  return test::Variant{arch, {}}.small_config(3);
 }
 
 std::vector<int32_t> random_tokens(int64_t count, int vocab, uint64_t seed) {

@@ -220,13 +220,9 @@ class HyperConnections : public ResidualDesign<T>,
     else
       net.attention_backward(p, dy_.data(), du_.data());
     net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
-    // x_in = Σ_s w_s·H[s]: the weight gradients now (the coefficients' backward needs them); the
-    // input gradient w_s·dx goes into the stream norm's backward pass below (fused), or now.
-    const bool fused = net.fused_kernels();
-    combine_streams_backward(ops.space(), dalpha_.data(), dH_.data(), dx_.data(), H, c.alpha.data(),
-                             n1, rows, n, d, /*input_grads=*/!fused);
-    normed_product_kernels::CombineInputTerm<T> combine_term;
-    if (fused) combine_term = {dx_.data(), c.alpha.data(), n1, n, d};
+    // x_in = Σ_s w_s·H[s]; its input gradient may go into the stream norm's backward below.
+    const auto combine_term = combine_streams_normed_backward(net, dalpha_.data(), dH_.data(),
+                                                              dx_.data(), H, c.alpha.data(), n1, n);
     // α = static + s_α·tanh(z_α): static, scale and logit gradients.
     dz_.resize(R * (n + 2));
     SumTargets<T> targets;

@@ -221,13 +221,9 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     else
       net.attention_backward(p, dy_.data(), du_.data());
     net.rmsnorm_backward(id.gain, du_.data(), dx_.data(), c.pre_norm, rows, d);
-    // x_in = Σ_s w_s·X[s]: the weight gradients now (the coefficients' backward needs them); the
-    // input gradient w_s·dx goes into the stream norm's backward pass below (fused), or now.
-    const bool fused = net.fused_kernels();
-    combine_streams_backward(ops.space(), dpre_.data(), dX_.data(), dx_.data(), X, c.pre.data(), 1,
-                             rows, n, d, /*input_grads=*/!fused);
-    normed_product_kernels::CombineInputTerm<T> combine_term;
-    if (fused) combine_term = {dx_.data(), c.pre.data(), 1, n, d};
+    // x_in = Σ_s w_s·X[s]; its input gradient may go into the stream norm's backward below.
+    const auto combine_term = combine_streams_normed_backward(net, dpre_.data(), dX_.data(),
+                                                              dx_.data(), X, c.pre.data(), 1, n);
     // Coefficient logits → gates, biases and z.
     dres_logits_.resize(rows * nn);
     dz_.resize(rows * m);

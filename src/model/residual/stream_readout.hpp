@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "model/backbone.hpp"
 #include "model/residual/layer_loop.hpp"
+#include "model/residual/normed_product.hpp"
 #include "model/residual/stream_kernels.hpp"
 
 namespace db {
@@ -72,6 +73,22 @@ void combine_streams_normed(Backbone<T>& net, int gain_id, T* x, T* u, NormCache
   combine_streams_rmsnorm(net.ops().space(), x, u, cache.rstd.data(), H, weights, stride,
                           gain_id >= 0 ? net.value(gain_id) : static_cast<const T*>(nullptr),
                           net.config().norm_eps, rows, n, net.d());
+}
+
+// Its backward, from dx = ∂/∂x: the weight gradients (overwritten) now, which the coefficients'
+// backward needs; the input gradient dH[r, s] += w_rs·dx[r] too under train.fused_kernels = off,
+// else returned as the term that normed_product_backward adds in its pass over dH.
+template <class T>
+normed_product_kernels::CombineInputTerm<T> combine_streams_normed_backward(Backbone<T>& net,
+                                                                            T* dweights, T* dH,
+                                                                            const T* dx, const T* H,
+                                                                            const T* weights,
+                                                                            int stride, int n) {
+  const bool fused = net.fused_kernels();
+  combine_streams_backward(net.ops().space(), dweights, dH, dx, H, weights, stride, net.rows(), n,
+                           net.d(), /*input_grads=*/!fused);
+  if (!fused) return {};
+  return {dx, weights, stride, n, net.d()};
 }
 
 // The n-stream state for the layer loop (layer_loop.hpp): H_0 = n copies of the embedding,

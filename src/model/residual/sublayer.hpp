@@ -112,28 +112,31 @@ class SublayerStack : public SingleStream<T> {
       c.sum.resize(count);
       sum = c.sum.data();
     }
-    const bool fused = !f.out_norm.empty() && net.fused_kernels();
-    if (!fused) {
-      if (f.alpha == 1.0) {
-        add_into(net.ops(), branch, x_, count);
-      } else {
-        net.ops().copy(sum, x_, count);
-        net.ops().axpby(sum, T(1), branch, T(f.alpha), count);
-      }
-      x_ = sum;
-      if (f.out_norm.empty()) return;
-    }
-    const int gain = net.block_param(p, f.out_norm);
-    c.out_y.resize(count);
-    if (!fused && f.out_layernorm)
-      net.layernorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
-    else if (!fused)
-      net.rmsnorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
-    else if (f.out_layernorm)
-      net.add_layernorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
+    const bool out_norm = !f.out_norm.empty();
+    const int gain = out_norm ? net.block_param(p, f.out_norm) : -1;
+    if (out_norm) c.out_y.resize(count);
+    if (out_norm && net.fused_kernels()) {
+      if (f.out_layernorm)
+        net.add_layernorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
+                                  net.d());
+      else
+        net.add_rmsnorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows,
                                 net.d());
+      x_ = c.out_y.data();
+      return;
+    }
+    if (f.alpha == 1.0) {
+      add_into(net.ops(), branch, x_, count);
+    } else {
+      net.ops().copy(sum, x_, count);
+      net.ops().axpby(sum, T(1), branch, T(f.alpha), count);
+    }
+    x_ = sum;
+    if (!out_norm) return;
+    if (f.out_layernorm)
+      net.layernorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
     else
-      net.add_rmsnorm_forward(gain, sum, x_, branch, f.alpha, c.out_y.data(), c.out, rows, net.d());
+      net.rmsnorm_forward(gain, sum, c.out_y.data(), c.out, rows, net.d());
     x_ = c.out_y.data();
   }
 

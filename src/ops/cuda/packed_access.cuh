@@ -35,17 +35,6 @@ struct alignas(sizeof(T) * W) Pack {
   T value[W];
 };
 
-// True when p may be read or written in packs of W values of T (a null pointer, an unused
-// operand, is aligned).
-template <int W, class T>
-__host__ __device__ inline bool pack_aligned(const T* p) {
-  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * W) == 0;
-}
-template <int W, class... Ts>
-__host__ __device__ inline bool packs_aligned(const Ts*... p) {
-  return (pack_aligned<W>(p) && ...);
-}
-
 // How many values p lies past the last boundary of packs of W values of T; -1 when p is not even
 // aligned to one value.
 template <int W, class T>
