@@ -3,7 +3,8 @@
 // random inputs, forward (o, lse) and backward (dq, dk, dv), for head dims of the suites that are
 // and are not multiples of 8 (40, 50, 64, 70, 76, 128), GQA and multi-query, and T off the 64-row
 // tile; the backward twice, bit for bit (the deterministic variant); cuDNN against our flash
-// kernel where that runs the shape. Also: how `auto` chooses.
+// kernel where that runs the shape. Also: how `auto` chooses, and how it moves a shape to flash
+// when cuDNN fails to run it.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE cudnn_attention
 #include <boost/test/unit_test.hpp>
@@ -156,4 +157,58 @@ BOOST_AUTO_TEST_CASE(an_explicit_path_that_cannot_run_is_an_error) {
   cuda::AttentionPaths flash(AttentionPath::flash, Precision::bf16);
   const AttentionShape huge{1, 64, 2, 2, 512};  // beyond every flash kernel's head dim
   BOOST_CHECK_THROW(flash.path_for(huge), Error);
+}
+
+// A shape cuDNN planned but fails to run moves to our flash kernel under auto, at the failing
+// call: a forward, and a backward that gets the O and lse of cuDNN's forward. The results are
+// flash's bit for bit, and the report says why; an explicit cudnn keeps the error.
+BOOST_AUTO_TEST_CASE(auto_moves_a_shape_to_flash_when_cudnn_fails_to_run_it) {
+  DB_REQUIRE_GPU();
+  const AttentionShape s{2, 100, 4, 2, 64};
+  if (!cuda::flash_attention_supports(s)) {
+    BOOST_TEST_MESSAGE("flash kernel not built: nothing to fall back to");
+    return;
+  }
+  const size_t q_size = size_t(s.batch) * s.seq_len * s.heads * s.head_dim;
+  const size_t kv_size = size_t(s.batch) * s.seq_len * s.kv_heads * s.head_dim;
+  const Vec q = rounded_bf16(random_floats(q_size, 41));
+  const Vec k = rounded_bf16(random_floats(kv_size, 42));
+  const Vec v = rounded_bf16(random_floats(kv_size, 43));
+  const Vec d_o = rounded_bf16(random_floats(q_size, 44));
+  cuda::AttentionPaths flash(AttentionPath::flash, Precision::bf16);
+  const Outputs expected = run(flash, s, q, k, v, d_o);
+
+  cuda::AttentionPaths paths(AttentionPath::automatic, Precision::bf16);
+  if (paths.path_for(s) != AttentionPath::cudnn) {
+    BOOST_TEST_MESSAGE("auto did not take cuDNN here: " << paths.report());
+    return;
+  }
+  paths.fail_cudnn_executions_for_test();
+  const Outputs fell_back = run(paths, s, q, k, v, d_o);
+  BOOST_TEST((paths.path_for(s) == AttentionPath::flash));
+  BOOST_TEST(paths.report().find("cuDNN failed to run") != std::string::npos);
+  BOOST_TEST((fell_back.o == expected.o && fell_back.lse == expected.lse));
+  BOOST_TEST((fell_back.dq == expected.dq && fell_back.dk == expected.dk &&
+              fell_back.dv == expected.dv));
+
+  // The backward alone: cuDNN's forward ran, its execution fails from the backward on.
+  cuda::AttentionPaths late(AttentionPath::automatic, Precision::bf16);
+  auto q_d = to_device<float>(q), k_d = to_device<float>(k), v_d = to_device<float>(v);
+  auto do_d = to_device<float>(d_o);
+  cuda::DeviceBuffer<float> o_d(q_size), dq_d(q_size), dk_d(kv_size), dv_d(kv_size);
+  cuda::DeviceBuffer<float> lse_d(size_t(s.batch) * s.heads * s.seq_len);
+  late.forward(o_d.data(), lse_d.data(), q_d.data(), k_d.data(), v_d.data(), s, nullptr);
+  late.fail_cudnn_executions_for_test();
+  late.backward(dq_d.data(), dk_d.data(), dv_d.data(), do_d.data(), o_d.data(), lse_d.data(),
+                q_d.data(), k_d.data(), v_d.data(), s, nullptr);
+  cuda::DeviceBuffer<float> flash_dq(q_size), flash_dk(kv_size), flash_dv(kv_size);
+  flash.backward(flash_dq.data(), flash_dk.data(), flash_dv.data(), do_d.data(), o_d.data(),
+                 lse_d.data(), q_d.data(), k_d.data(), v_d.data(), s, nullptr);
+  BOOST_TEST((dq_d.download() == flash_dq.download() && dk_d.download() == flash_dk.download() &&
+              dv_d.download() == flash_dv.download()));
+
+  cuda::AttentionPaths explicit_cudnn(AttentionPath::cudnn, Precision::bf16);
+  explicit_cudnn.path_for(s);
+  explicit_cudnn.fail_cudnn_executions_for_test();
+  BOOST_CHECK_THROW(run(explicit_cudnn, s, q, k, v, d_o), Error);
 }

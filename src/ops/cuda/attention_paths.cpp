@@ -98,18 +98,31 @@ class FastOutput {
 
 }  // namespace
 
+AttentionPaths::ShapeKey AttentionPaths::key_of(const AttentionShape& s, bool moda) {
+  return std::make_tuple(moda, s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim);
+}
+
 AttentionPath AttentionPaths::path_for(const AttentionShape& s, bool moda) {
-  const auto key = [&](bool kind) {
-    return std::make_tuple(kind, s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim);
-  };
-  auto it = chosen_.find(key(moda));
+  auto it = chosen_.find(key_of(s, moda));
   if (it == chosen_.end()) {
     // One choice (and one note) per shape: a plain attention and MoDA's sequence part of the
     // same shape take the same path.
-    const auto other = chosen_.find(key(!moda));
-    it = chosen_.emplace(key(moda), other != chosen_.end() ? other->second : choose(s)).first;
+    const auto other = chosen_.find(key_of(s, !moda));
+    it = chosen_.emplace(key_of(s, moda), other != chosen_.end() ? other->second : choose(s)).first;
   }
   return it->second.path;
+}
+
+bool AttentionPaths::fall_back_after_cudnn_failed(const AttentionShape& s,
+                                                   const std::string& why) {
+  if (requested_ != AttentionPath::automatic || !flash_attention_supports(s)) return false;
+  const std::string reason = "cuDNN failed to run " + describe(s) + " (" + why + ")";
+  note(reason + "; using our flash kernel from now on");
+  for (const bool moda : {false, true}) {
+    const auto it = chosen_.find(key_of(s, moda));
+    if (it != chosen_.end()) it->second = {AttentionPath::flash, reason};
+  }
+  return true;
 }
 
 AttentionPaths::Choice AttentionPaths::choose(const AttentionShape& s) {
@@ -187,10 +200,16 @@ void AttentionPaths::run_fast_forward(AttentionPath path, S* o, float* lse, cons
   const FastInput q16(q, t.q_rows, t, stream), k16(k, t.kv_rows, t, stream),
       v16(v, t.kv_rows, t, stream);
   const FastOutput<S> o16(o, t.q_rows, t, stream);
-  if (path == AttentionPath::cudnn)
-    cudnn_.forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
-  else
+  if (path == AttentionPath::cudnn) {
+    try {
+      cudnn_.forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
+    } catch (const ::db::Error& e) {
+      if (!fall_back_after_cudnn_failed(s, e.what())) throw;
+      return run_fast_forward(AttentionPath::flash, o, lse, q, k, v, s, stream);
+    }
+  } else {
     flash_attention_forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
+  }
   o16.store(stream);
 }
 
@@ -203,12 +222,19 @@ void AttentionPaths::run_fast_backward(AttentionPath path, S* dq, S* dk, S* dv, 
       v16(v, t.kv_rows, t, stream), o16(o, t.q_rows, t, stream), do16(d_o, t.q_rows, t, stream);
   const FastOutput<S> dq16(dq, t.q_rows, t, stream), dk16(dk, t.kv_rows, t, stream),
       dv16(dv, t.kv_rows, t, stream);
-  if (path == AttentionPath::cudnn)
-    cudnn_.backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse, q16.data(),
-                    k16.data(), v16.data(), s, stream);
-  else
+  if (path == AttentionPath::cudnn) {
+    try {
+      cudnn_.backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse,
+                      q16.data(), k16.data(), v16.data(), s, stream);
+    } catch (const ::db::Error& e) {
+      // The forward's o and lse are the same on either path: flash's backward takes them.
+      if (!fall_back_after_cudnn_failed(s, e.what())) throw;
+      return run_fast_backward(AttentionPath::flash, dq, dk, dv, d_o, o, lse, q, k, v, s, stream);
+    }
+  } else {
     flash_attention_backward(dq16.data(), dk16.data(), dv16.data(), do16.data(), o16.data(), lse,
                              q16.data(), k16.data(), v16.data(), s, stream);
+  }
   dq16.store(stream);
   dk16.store(stream);
   dv16.store(stream);

@@ -6,7 +6,9 @@
 //   flash      our bf16 tensor-core kernel (flash_attention.hpp) on bf16 copies;
 //   auto       cudnn when cuDNN runs the shape, else flash when it supports it, else reference,
 //              with one line on stdout per shape that falls back; always reference when the
-//              products are fp32 (parity runs stay fp32).
+//              products are fp32 (parity runs stay fp32). A shape cuDNN planned but then fails
+//              to run (an execution error, no memory for its workspace) moves to flash at that
+//              call, with one line, and stays there.
 // An explicit cudnn or flash that cannot run a shape is a db::Error naming the reason.
 // The choice is made once per shape (B, T, H, H_kv, hd), at its first forward.
 //
@@ -72,14 +74,23 @@ class AttentionPaths {
   // shape run so far, with the reason where auto fell back; "none" before the first.
   std::string report() const;
 
+  // Makes every later cuDNN execution fail (CudnnAttention::fail_executions_for_test).
+  void fail_cudnn_executions_for_test() { cudnn_.fail_executions_for_test(); }
+
  private:
   struct Choice {
     AttentionPath path;
     std::string fallback;  // why auto did not take cuDNN (or flash); "" otherwise
   };
   Choice choose(const AttentionShape& s);
+  // (moda, B, T, H, H_kv, hd): MoDA's shapes are listed apart in the report.
+  using ShapeKey = std::tuple<bool, int64_t, int, int, int, int>;
+  static ShapeKey key_of(const AttentionShape& s, bool moda);
   // The path of this shape, for plain attention (moda = false) or MoDA's sequence part.
   AttentionPath path_for(const AttentionShape& s, bool moda);
+  // Under auto, moves shape s from cuDNN to flash after cuDNN failed to run it (why); false
+  // where auto was not asked for or flash does not run s (the caller keeps the error).
+  bool fall_back_after_cudnn_failed(const AttentionShape& s, const std::string& why);
   static AttentionShape sequence_part(const ModaShape& s) {
     return {s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
   }
@@ -102,8 +113,7 @@ class AttentionPaths {
   AttentionPath requested_;
   Precision precision_;
   CudnnAttention cudnn_;
-  // By (moda, B, T, H, H_kv, hd): MoDA's shapes are listed apart in the report.
-  std::map<std::tuple<bool, int64_t, int, int, int, int>, Choice> chosen_;
+  std::map<ShapeKey, Choice> chosen_;
 };
 
 }  // namespace db::cuda

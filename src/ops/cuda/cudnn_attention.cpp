@@ -502,8 +502,14 @@ bool aligned16(const void* p) {
 }
 }  // namespace
 
+void CudnnAttention::check_not_failed_for_test(const AttentionShape& s) const {
+  CUDA_REQUIRE(!fail_executions_, "cuDNN attention: execution of " + describe(s) +
+                                      " failed as a test asked");
+}
+
 void CudnnAttention::forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
                              const AttentionShape& s, cudaStream_t stream) {
+  check_not_failed_for_test(s);
   Impl& m = *impl_;
   const Plan& plan = m.plans_of(s).forward;
   float scale = float(1.0 / std::sqrt(double(s.head_dim)));
@@ -523,6 +529,7 @@ void CudnnAttention::forward(bf16* o, float* lse, const bf16* q, const bf16* k, 
 void CudnnAttention::backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* o,
                               const float* lse, const bf16* q, const bf16* k, const bf16* v,
                               const AttentionShape& s, cudaStream_t stream) {
+  check_not_failed_for_test(s);
   Impl& m = *impl_;
   const Plan& plan = m.plans_of(s).backward;
   float scale = float(1.0 / std::sqrt(double(s.head_dim)));

@@ -46,9 +46,16 @@ class CudnnAttention {
                 const bf16* q, const bf16* k, const bf16* v, const AttentionShape& s,
                 cudaStream_t stream);
 
+  // From now on forward and backward throw as a failed execution would (a db::Error), so that
+  // a gpu test can show what the caller does then.
+  void fail_executions_for_test() { fail_executions_ = true; }
+
  private:
+  void check_not_failed_for_test(const AttentionShape& s) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  bool fail_executions_ = false;
 };
 
 }  // namespace db::cuda
