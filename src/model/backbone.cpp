@@ -140,6 +140,19 @@ void Backbone<T>::add_rmsnorm_forward(int gain_id, T* sum, const T* x, const T* 
 }
 
 template <class T>
+void Backbone<T>::norm_add_rmsnorm_forward(int branch_gain_id, NormCache<T>& branch_cache,
+                                           int gain_id, T* sum, const T* x, const T* branch, T* y,
+                                           NormCache<T>& cache, int64_t rows, int width) {
+  branch_cache.x = branch;
+  branch_cache.rstd.resize(rows);
+  cache.x = sum;
+  cache.rstd.resize(rows);
+  ops_.norm_add_rmsnorm_forward(sum, y, cache.rstd.data(), branch_cache.rstd.data(), x, branch,
+                                value(branch_gain_id), gain_id >= 0 ? value(gain_id) : nullptr,
+                                rows, width, config_.norm_eps);
+}
+
+template <class T>
 void Backbone<T>::add_layernorm_forward(int gain_id, T* sum, const T* x, const T* branch,
                                         double alpha, T* y, NormCache<T>& cache, int64_t rows,
                                         int width) {

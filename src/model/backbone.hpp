@@ -134,6 +134,12 @@ class Backbone {
                            NormCache<T>& cache, int64_t rows, int width);
   void add_layernorm_forward(int gain_id, T* sum, const T* x, const T* branch, double alpha, T* y,
                              NormCache<T>& cache, int64_t rows, int width);
+  // Sandwich-LN's branch norm before that add (ops.hpp, norm_add_rmsnorm_forward): sum = x +
+  // RMSNorm(branch; branch_gain_id), its statistics in branch_cache (input: branch), then the
+  // norm of sum into y as above.
+  void norm_add_rmsnorm_forward(int branch_gain_id, NormCache<T>& branch_cache, int gain_id, T* sum,
+                                const T* x, const T* branch, T* y, NormCache<T>& cache,
+                                int64_t rows, int width);
 
   // --- observation -------------------------------------------------------------------------
   ForwardObserver<T>* observer = nullptr;

@@ -64,6 +64,17 @@ class Ops {
   virtual void add_layernorm_forward(T* sum, T* y, T* mean, T* rstd, const T* x, const T* branch,
                                      T alpha, const T* gain, int64_t rows, int width,
                                      double eps) = 0;
+  // Sandwich-LN's branch norm, the residual add and the next norm in one pass: sum = x +
+  // RMSNorm(branch; branch_gain) (overwritten; branch_rstd kept), then y, rstd as
+  // rmsnorm_forward of sum. The normalised branch is not written. The same bits as
+  // rmsnorm_forward of branch into sum, then add_rmsnorm_forward(sum, ..., x, sum, 1, ...):
+  // this default, which a backend replaces by one kernel where a pass over memory is worth it.
+  virtual void norm_add_rmsnorm_forward(T* sum, T* y, T* rstd, T* branch_rstd, const T* x,
+                                        const T* branch, const T* branch_gain, const T* gain,
+                                        int64_t rows, int width, double eps) {
+    rmsnorm_forward(sum, branch_rstd, branch, branch_gain, rows, width, eps);
+    add_rmsnorm_forward(sum, y, rstd, x, sum, T(1), gain, rows, width, eps);
+  }
 
   // --- attention sublayer pieces --------------------------------------------------------------
   // Rotary embedding in place on x [batch·seq_len, heads, head_dim] (rotate-half pairs (i,

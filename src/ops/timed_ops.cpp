@@ -63,6 +63,14 @@ class TimedOps final : public Ops<T> {
       inner_->add_layernorm_forward(sum, y, mean, rstd, x, branch, alpha, gain, rows, width, eps);
     });
   }
+  void norm_add_rmsnorm_forward(T* sum, T* y, T* rstd, T* branch_rstd, const T* x,
+                                const T* branch, const T* branch_gain, const T* gain, int64_t rows,
+                                int width, double eps) override {
+    timed("norm_add_rmsnorm_forward", [&] {
+      inner_->norm_add_rmsnorm_forward(sum, y, rstd, branch_rstd, x, branch, branch_gain, gain,
+                                       rows, width, eps);
+    });
+  }
   void rope(T* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
             bool inverse) override {
     timed(inverse ? "rope_backward" : "rope_forward",

@@ -3,7 +3,8 @@
 // rmsnorm_forward / layernorm_forward on the sum — whose rounding and reduction order it shares
 // (norm_row.cuh). The in-place add (alpha = 1, sum = branch) and the up-weighted skip of
 // DeepNorm and KEEL (alpha ≠ 1); a width whose row needs more than 48 KiB of shared memory, and
-// one (12 280) whose row fits 48 KiB only without the kernel's static scratch.
+// one (12 280) whose row fits 48 KiB only without the kernel's static scratch. And Sandwich-LN's
+// branch norm ahead of the add (norm_add_rmsnorm_forward) in the same way.
 // Without a GPU each case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_add_rmsnorm
 #define BOOST_TEST_DYN_LINK
@@ -92,7 +93,54 @@ void check(bool layernorm) {
   }
 }
 
+// Sandwich-LN's branch norm, add and next norm in one kernel, against the CPU's op (the two
+// steps) and bit for bit against the CUDA pair it replaces.
+void check_branch_norm() {
+  for (const Shape s : {Shape{37, 1024}, Shape{5, 70}, Shape{3, 13000}, Shape{3, 12280}}) {
+    BOOST_TEST_CONTEXT("N " << s.N << ", d " << s.d) {
+      const size_t count = size_t(s.N) * s.d;
+      const Vec x = random_floats(count, 31), branch = random_floats(count, 32, 3.0);
+      const Vec g = random_floats(s.d, 33), branch_g = random_floats(s.d, 34);
+      Vec sum(count), y(count), rstd(s.N), branch_rstd(s.N);
+      cpu::rmsnorm_forward(sum.data(), branch_rstd.data(), branch.data(), branch_g.data(), s.N, s.d,
+                           kEps);
+      cpu::add_rmsnorm_forward(sum.data(), y.data(), rstd.data(), x.data(), sum.data(), 1.f,
+                               g.data(), s.N, s.d, kEps);
+
+      auto x_d = to_device<float>(x), branch_d = to_device<float>(branch);
+      auto g_d = to_device<float>(g), branch_g_d = to_device<float>(branch_g);
+      cuda::DeviceBuffer<float> sum_d(count), y_d(count), rstd_d(s.N), branch_rstd_d(s.N);
+      cuda::norm_add_rmsnorm_forward(sum_d.data(), y_d.data(), rstd_d.data(), branch_rstd_d.data(),
+                                     x_d.data(), branch_d.data(), branch_g_d.data(), g_d.data(),
+                                     s.N, s.d, kEps);
+      const Vec fused_sum = sum_d.download(), fused_y = y_d.download();
+      const Vec fused_rstd = rstd_d.download(), fused_branch_rstd = branch_rstd_d.download();
+      BOOST_TEST(within("sum vs cpu", relative_error(fused_sum, sum), kFp32Tolerance));
+      BOOST_TEST(within("y vs cpu", relative_error(fused_y, y), kFp32Tolerance));
+      BOOST_TEST(within("rstd vs cpu", relative_error(fused_rstd, rstd), kFp32Tolerance));
+      BOOST_TEST(within("branch rstd vs cpu", relative_error(fused_branch_rstd, branch_rstd),
+                        kFp32Tolerance));
+
+      cuda::DeviceBuffer<float> pair_sum_d(count), pair_y_d(count), pair_rstd_d(s.N),
+          pair_branch_rstd_d(s.N);
+      cuda::rmsnorm_forward(pair_sum_d.data(), pair_branch_rstd_d.data(), branch_d.data(),
+                            branch_g_d.data(), s.N, s.d, kEps);
+      cuda::add_rmsnorm_forward(pair_sum_d.data(), pair_y_d.data(), pair_rstd_d.data(), x_d.data(),
+                                pair_sum_d.data(), 1.f, g_d.data(), s.N, s.d, kEps);
+      BOOST_TEST(same_bits(fused_sum, pair_sum_d.download()));
+      BOOST_TEST(same_bits(fused_y, pair_y_d.download()));
+      BOOST_TEST(same_bits(fused_rstd, pair_rstd_d.download()));
+      BOOST_TEST(same_bits(fused_branch_rstd, pair_branch_rstd_d.download()));
+    }
+  }
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(norm_add_rmsnorm_matches_cpu_and_the_bits_of_rmsnorm_then_add_rmsnorm) {
+  DB_REQUIRE_GPU();
+  check_branch_norm();
+}
 
 BOOST_AUTO_TEST_CASE(add_rmsnorm_matches_cpu_and_the_bits_of_axpby_then_rmsnorm) {
   DB_REQUIRE_GPU();

@@ -91,6 +91,8 @@ LAUNCHES = [
     # add_rmsnorm.cu: the row's sum, d floats, opted in as the norm backward
     (r"::add_norm_forward_kernel<", 256, 4 * MAX_NORM_WIDTH, DEFAULT_SHARED - 4 * 32,
      "add_rmsnorm.cu add_norm_forward"),
+    (r"::norm_add_rmsnorm_forward_kernel\(", 256, 4 * MAX_NORM_WIDTH, DEFAULT_SHARED - 4 * 32,
+     "add_rmsnorm.cu norm_add_rmsnorm_forward"),
     # qk_norm.cu: 256 threads; the backward's dg terms 2·32·d floats (d <= 256), opted in above
     # 32 KiB (the static 8 KiB exchange rows make up the rest of 48 KiB)
     (r"::qk_norm_forward_kernel<", 256, 0, None, "qk_norm.cu forward"),

@@ -48,6 +48,8 @@ void release_unless(Buffer<T>& buffer, const T* keep) {
 // reads x' next then does the add in the same pass (stream_norm, ops.hpp add_rmsnorm_forward),
 // the next sublayer's or the final one, and writes x' into y's buffer. Every other reader of the
 // stream settles the add first (a plain add): an observed depth state, a saved block input.
+// Sandwich-LN's add also leaves its branch norm pending (pending_branch_): x' = N(y) + x, with
+// pending_ the buffer for x' (ops.hpp norm_add_rmsnorm_forward).
 template <class T>
 class SingleStream : public LayerMixing<T> {
  public:
@@ -55,6 +57,7 @@ class SingleStream : public LayerMixing<T> {
     x0_.assign(x0, net.rows() * net.d());
     x_ = x0_.data();
     pending_ = nullptr;
+    pending_branch_ = {};
     block_input_.assign(net.n_layer(), nullptr);
   }
   // Only the observers read z_l: without one a pending add stays pending, and data is null.
@@ -81,6 +84,7 @@ class SingleStream : public LayerMixing<T> {
   void restore_block_input(Backbone<T>&, int p) override {
     x_ = block_input_[p];
     pending_ = nullptr;
+    pending_branch_ = {};
   }
 
  protected:
@@ -88,9 +92,14 @@ class SingleStream : public LayerMixing<T> {
   void stream_norm(Backbone<T>& net, int gain, T* y, NormCache<T>& cache) {
     if (pending_ && net.fused_kernels()) {
       // x' = 1·x + y: the same bits as y + x.
-      net.add_rmsnorm_forward(gain, pending_, x_, pending_, 1.0, y, cache, net.rows(), net.d());
+      if (pending_branch_.y)
+        net.norm_add_rmsnorm_forward(pending_branch_.gain, *pending_branch_.cache, gain, pending_,
+                                     x_, pending_branch_.y, y, cache, net.rows(), net.d());
+      else
+        net.add_rmsnorm_forward(gain, pending_, x_, pending_, 1.0, y, cache, net.rows(), net.d());
       x_ = pending_;
       pending_ = nullptr;
+      pending_branch_ = {};
     } else {
       settle(net);
       net.rmsnorm_forward(gain, x_, y, cache, net.rows(), net.d());
@@ -99,9 +108,18 @@ class SingleStream : public LayerMixing<T> {
   // Does the pending add on its own: x_ is then the stream.
   void settle(Backbone<T>& net) {
     if (!pending_) return;
+    settle_branch_norm(net);
     add_into(net.ops(), pending_, x_, net.rows() * net.d());
     x_ = pending_;
     pending_ = nullptr;
+  }
+
+  // Runs a pending branch norm on its own, into pending_, leaving the add pending.
+  void settle_branch_norm(Backbone<T>& net) {
+    if (!pending_branch_.y) return;
+    net.rmsnorm_forward(pending_branch_.gain, pending_branch_.y, pending_, *pending_branch_.cache,
+                        net.rows(), net.d());
+    pending_branch_ = {};
   }
 
   // The stream [rows, d] the next sublayer reads: x0_ or an earlier sublayer's output buffer,
@@ -109,6 +127,14 @@ class SingleStream : public LayerMixing<T> {
   // sublayer being differentiated.
   const T* x_ = nullptr;
   T* pending_ = nullptr;
+  // The branch norm due before the pending add: y's buffer, its gain and statistics (y null:
+  // none).
+  struct PendingBranchNorm {
+    const T* y = nullptr;
+    int gain = -1;
+    NormCache<T>* cache = nullptr;
+  };
+  PendingBranchNorm pending_branch_;
   Buffer<T> dx_;
 
  private:

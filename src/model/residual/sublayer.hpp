@@ -87,16 +87,23 @@ class SublayerStack : public SingleStream<T> {
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
     T* branch = output(f, c).data();
+    const bool pending = f.alpha == 1.0 && f.out_norm.empty();
     if (!f.branch_norm.empty()) {
       c.branch_y.resize(count);
-      net.rmsnorm_forward(net.block_param(p, f.branch_norm), c.y.data(), c.branch_y.data(),
-                          c.branch, rows, net.d());
+      const int gain = net.block_param(p, f.branch_norm);
+      // Left pending too when fused: the next norm's pass normalises y itself (Sandwich-LN).
+      if (pending && net.fused_kernels()) {
+        pending_branch_ = {c.y.data(), gain, &c.branch};
+        pending_ = c.branch_y.data();
+        return;
+      }
+      net.rmsnorm_forward(gain, c.y.data(), c.branch_y.data(), c.branch, rows, net.d());
       branch = c.branch_y.data();
     }
     // x' = branch + x without N_out (Sandwich-LN, MoDA, KEEL's block-0 attention): left pending
     // for the norm that reads x' next, as Pre-LN's (SingleStream::stream_norm), into the
     // branch's buffer.
-    if (f.alpha == 1.0 && f.out_norm.empty()) {
+    if (pending) {
       pending_ = branch;
       return;
     }
@@ -152,6 +159,9 @@ class SublayerStack : public SingleStream<T> {
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
+    // A block re-run for its backward (train.recompute = blocks) ends with its last branch norm
+    // pending, as nothing reads the stream after it; its backward needs the norm's statistics.
+    settle_branch_norm(net);
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
@@ -187,8 +197,10 @@ class SublayerStack : public SingleStream<T> {
  private:
   using SingleStream<T>::x_;
   using SingleStream<T>::pending_;
+  using SingleStream<T>::pending_branch_;
   using SingleStream<T>::dx_;
   using SingleStream<T>::settle;
+  using SingleStream<T>::settle_branch_norm;
   using SingleStream<T>::stream_norm;
 
   // What sublayer k keeps: its norms' statistics and the tensors it wrote (each absent part of

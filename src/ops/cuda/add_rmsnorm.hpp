@@ -17,5 +17,12 @@ void add_rmsnorm_forward(float* sum, float* y, float* rstd, const float* x, cons
 void add_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const float* x,
                            const float* branch, float alpha, const float* g, int64_t N, int d,
                            double eps, cudaStream_t stream = nullptr);
+// Sandwich-LN's branch norm, the add and the next norm (ops.hpp, norm_add_rmsnorm_forward):
+// sum = x + RMSNorm(branch; branch_g), y = RMSNorm(sum; g); the normalised branch stays in
+// shared memory. The bits of rmsnorm_forward, then add_rmsnorm_forward with alpha = 1.
+void norm_add_rmsnorm_forward(float* sum, float* y, float* rstd, float* branch_rstd,
+                              const float* x, const float* branch, const float* branch_g,
+                              const float* g, int64_t N, int d, double eps,
+                              cudaStream_t stream = nullptr);
 
 }  // namespace db::cuda

@@ -78,6 +78,12 @@ class CudaOps final : public Ops<float> {
     cuda::add_layernorm_forward(sum, y, mean, rstd, x, branch, alpha, gain, rows, width, eps,
                                 stream());
   }
+  void norm_add_rmsnorm_forward(float* sum, float* y, float* rstd, float* branch_rstd,
+                                const float* x, const float* branch, const float* branch_gain,
+                                const float* gain, int64_t rows, int width, double eps) override {
+    cuda::norm_add_rmsnorm_forward(sum, y, rstd, branch_rstd, x, branch, branch_gain, gain, rows,
+                                   width, eps, stream());
+  }
 
   // --- attention sublayer pieces ---
   void rope(float* x, int64_t batch, int seq_len, int heads, int head_dim, double theta,
