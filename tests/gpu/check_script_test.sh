@@ -43,8 +43,11 @@ stub "$R/bin/c_fail_test" 'echo "error: a deliberate failure"; exit 1'
 summary_has() {  # FILE PATTERN
   grep -qE "$2" "$1"
 }
+# The listing is read whole: grep -q at the end of a pipe can stop reading before tar is done,
+# and tar's SIGPIPE fails the pipe under pipefail.
 archive_has() {  # ARCHIVE MEMBER
-  tar -tzf "$1" 2>/dev/null | grep -qx "$2"
+  local members
+  members=$(tar -tzf "$1" 2>/dev/null) && grep -qx "$2" <<<"$members"
 }
 
 # 1. A hang, a pass and a failure: the hang is cut at PROGRAM_S, the others run; exit status 1.
