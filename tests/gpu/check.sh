@@ -245,7 +245,9 @@ PY
   else
     row env pass "driver CUDA ${cuda_version:-?}; ${cuda_libs:-no CUDA libraries}; ${python_line:-no python3}"
   fi
-  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  # grep reads the whole list: with -q it could exit at the first GPU's line, and nvidia-smi's
+  # SIGPIPE on the next would fail the pipe (pipefail) and call a multi-GPU node GPU-less.
+  if ! nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; then
     NO_GPU=1
     say "no GPU: nvidia-smi lists none; the GPU stages are skipped"
   fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/gpu/check.sh's own logic in a fake bundle, without a GPU (CTest gpu.check_script, about
-# 20 s): a fake nvidia-smi that lists a GPU, stub programs in place of depthbench, mpirun and the
-# gpu tests. Checks what the first GPU run relies on:
+# 20 s): a fake nvidia-smi that lists four GPUs (a line at a time, as a pipe reader that stops
+# early would see them), stub programs in place of depthbench, mpirun and the gpu tests. Checks
+# what the first GPU run relies on:
+#   - a node with several GPUs is not taken for one without (nvidia-smi -L read whole);
 #   - a program that hangs is stopped after PROGRAM_S and the programs after it still run;
 #   - the summary and the log archive are in OUT after every row, so a check killed with SIGKILL
 #     (a remote call's time limit) still returns the rows and logs of what it did;
@@ -29,7 +31,7 @@ export PATH=$WORK/fakebin:\$PATH
 EOF
 echo "fake bundle" >"$R/VERSION"
 stub "$WORK/fakebin/nvidia-smi" 'case "$1" in
-  -L) echo "GPU 0: Fake H200 (UUID: GPU-0)" ;;
+  -L) for i in 0 1 2 3; do echo "GPU $i: Fake H200 (UUID: GPU-$i)"; sleep 0.2; done ;;
   --query-gpu=*) echo "Fake H200, 143771 MiB, 580.00" ;;
   *) echo "| NVIDIA-SMI 580.00   Driver Version: 580.00   CUDA Version: 13.0 |" ;;
 esac'
@@ -58,6 +60,8 @@ OUT=$OUT1 WORK=$WORK/check1 STAGES="env ops" BUDGET_S=120 PROGRAM_S=3 \
   bash "$SRC/tests/gpu/check.sh" --bundle "$B" >"$WORK/check1.log" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
+check "a node whose nvidia-smi lists several GPUs has a GPU" \
+  bash -c "! grep -q 'no GPU' '$OUT1/gpu_check_summary.txt'"
 check "exit status 1 when a program fails (got $rc)" test "$rc" = 1
 check "the hanging program is stopped after PROGRAM_S (check took ${took}s)" test "$took" -lt 60
 check "the hang is a FAIL row naming the limit" \
