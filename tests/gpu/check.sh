@@ -23,7 +23,7 @@
 #             L = 24 and Pre-LN at L = 70, PyTorch eager and compiled on the same shape, Pre-LN
 #             at L = 24 with cuda_graphs = off and with activation_dtype = fp32 (the lever
 #             table), the per-op breakdown of one Pre-LN step: tokens/s, MFU, memory, ratios.
-# Each stage has its own time limit (the limits add up to BUDGET_S at most) and prints
+# Each stage has its own time limit (the limits of the stages run add up to BUDGET_S) and prints
 # pass/FAIL/skipped and why. After every row and at the end: $OUT/gpu_check_summary.txt and ONE
 # archive of every log, $OUT/gpu_check_logs.tar.gz (OUT unset: in WORK), so that a check killed
 # from outside still leaves what it found.
@@ -61,16 +61,18 @@ rm -rf "$WORK" && mkdir -p "$LOGS" "$RESULTS" || exit 2
 START=$(date +%s)
 exec 3>&1  # progress lines go to the terminal also while a stage's output goes to its log
 
-# Stage limits in seconds, scaled down together when they exceed BUDGET_S. SANITIZE=1 takes its
-# time from the scale and speed stages.
+# Stage limits in seconds, shares of BUDGET_S: scaled together so that those of the stages that
+# run (STAGES) add up to it; STAGES=scale alone gets the whole budget. SANITIZE=1 takes its time
+# from the scale and speed stages.
 # ops has about 18 programs (every design end to end in fp32 and with bf16 storage, each fast
 # path), each building its own cuDNN plans (seconds per shape): it gets the largest share.
 declare -A LIMIT=([env]=30 [ops]=170 [sanitize]=0 [scale]=110 [sweep]=30 [hf]=30 [speed]=100)
 if [[ ${SANITIZE:-0} == 1 ]]; then LIMIT[sanitize]=100; LIMIT[scale]=80; LIMIT[ops]=120; LIMIT[speed]=50; fi
 ORDER=(env ops sanitize scale sweep hf speed)
+selected() { [[ " $STAGES " == *" $1 "* || ($1 == sanitize && " $STAGES " == *" ops "*) ]]; }
 total=0
-for s in "${ORDER[@]}"; do total=$((total + LIMIT[$s])); done
-if ((total > BUDGET_S)); then
+for s in "${ORDER[@]}"; do selected "$s" && total=$((total + LIMIT[$s])); done
+if ((total > 0)); then
   for s in "${ORDER[@]}"; do LIMIT[$s]=$((LIMIT[$s] * BUDGET_S / total)); done
 fi
 
@@ -177,7 +179,7 @@ HAVE_TORCH=$("$PYTHON" -c "import torch, h5py, numpy; print(1)" 2>/dev/null || e
 # Runs stage NAME (function stage_NAME) with its limit, its output in logs/NAME.log.
 run_stage() {
   local name=$1
-  [[ " $STAGES " == *" $name "* || ($name == sanitize && " $STAGES " == *" ops "*) ]] || return 0
+  selected "$name" || return 0
   ((LIMIT[$name] > 0)) || return 0
   if [[ -n $NO_GPU && $name != env && ! ($BACKEND == cpu && ($name == sweep || $name == hf || $name == speed)) ]]; then
     row "$name" skipped "no GPU"

@@ -5,6 +5,7 @@
 # what the first GPU run relies on:
 #   - a node with several GPUs is not taken for one without (nvidia-smi -L read whole);
 #   - a program that hangs is stopped after PROGRAM_S and the programs after it still run;
+#   - the stages of STAGES share BUDGET_S;
 #   - the summary and the log archive are in OUT after every row, so a check killed with SIGKILL
 #     (a remote call's time limit) still returns the rows and logs of what it did;
 #   - a finished check says so in its summary, with its exit status.
@@ -64,6 +65,9 @@ check "a node whose nvidia-smi lists several GPUs has a GPU" \
   bash -c "! grep -q 'no GPU' '$OUT1/gpu_check_summary.txt'"
 check "exit status 1 when a program fails (got $rc)" test "$rc" = 1
 check "the hanging program is stopped after PROGRAM_S (check took ${took}s)" test "$took" -lt 60
+# env and ops alone share the 120 s: ops gets 170/200 of them, less what env took (else 43 s).
+ops_limit=$(sed -n 's/.*stage ops (limit \([0-9]*\)s).*/\1/p' "$WORK/check1.log")
+check "the stages run share the whole budget (ops limit ${ops_limit:-?}s)" test "${ops_limit:-0}" -gt 60
 check "the hang is a FAIL row naming the limit" \
   summary_has "$OUT1/gpu_check_summary.txt" "ops a_hang_test +\| FAIL +\| timed out \(at most 3s"
 check "the program after the hang ran" summary_has "$OUT1/gpu_check_summary.txt" "ops b_pass_test +\| pass"
