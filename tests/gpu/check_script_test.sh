@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/gpu/check.sh's own logic in a fake bundle, without a GPU (CTest gpu.check_script, about
-# 20 s): a fake nvidia-smi that lists four GPUs (a line at a time, as a pipe reader that stops
+# tests/gpu/check.sh's own logic in a fake bundle, without a GPU (CTest gpu.check_script, under a
+# minute): a fake nvidia-smi that lists four GPUs (a line at a time, as a pipe reader that stops
 # early would see them), stub programs in place of depthbench, mpirun and the gpu tests. Checks
 # what the first GPU run relies on:
 #   - a node with several GPUs is not taken for one without (nvidia-smi -L read whole);
