@@ -75,7 +75,7 @@ check "the failing program is a FAIL row" summary_has "$OUT1/gpu_check_summary.t
 check "the summary says the check finished" \
   summary_has "$OUT1/gpu_check_summary.txt" "^state: finished, exit status 1"
 check "the archive holds every program's log" archive_has "$OUT1/gpu_check_logs.tar.gz" logs/c_fail_test.log
-check "no partial files are left in OUT" test -z "$(ls "$OUT1" | grep '\.part$')"
+check "no partial files are left in OUT" bash -c "! compgen -G '$OUT1/*.part' >/dev/null"
 
 # 2. Killed with SIGKILL while a program hangs: OUT still holds the rows and logs before it.
 echo "b_pass_test a_hang_test" >"$R/gpu-tests.txt"
