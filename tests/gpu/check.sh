@@ -23,16 +23,18 @@
 #             L = 24 and Pre-LN at L = 70, PyTorch eager and compiled on the same shape, Pre-LN
 #             at L = 24 with cuda_graphs = off and with activation_dtype = fp32 (the lever
 #             table), the per-op breakdown of one Pre-LN step: tokens/s, MFU, memory, ratios.
-# Each stage has its own time limit (the limits add up to BUDGET_S at most) and prints
-# pass/FAIL/skipped and why. At the end: $OUT/gpu_check_summary.txt and ONE archive of every log,
-# $OUT/gpu_check_logs.tar.gz (OUT unset: in WORK).
+# Each stage has its own time limit (the limits of the stages run add up to BUDGET_S) and prints
+# pass/FAIL/skipped and why. After every row and at the end: $OUT/gpu_check_summary.txt and ONE
+# archive of every log, $OUT/gpu_check_logs.tar.gz (OUT unset: in WORK), so that a check killed
+# from outside still leaves what it found.
 #
 # usage: tests/gpu/check.sh [--bundle DIR]
 #   --bundle DIR  run the programs of a bundle made by tests/gpu/bundle.sh (nothing is built);
 #                 without it, configure and build BUILD (default <repo>/build-gpu) first (the
 #                 build's own limit BUILD_S, default 900 s, is outside the budget).
 # Environment: BUDGET_S, WORK (scratch, default /tmp/depthbench-gpu-check; large files of the
-# scale stage go there), OUT, SANITIZE=1, STEPS (timed bench steps, default 3), PYTHON (a python3
+# scale stage go there), OUT, SANITIZE=1, STEPS (timed bench steps, default 3), PROGRAM_S (one
+# gpu test program of a bundle's ops stage at most, default 90), PYTHON (a python3
 # with torch; default python3, else /usr/bin/python3), STAGES (e.g. "env sweep"; default all),
 # CHECK_BACKEND (backend of the sweep and hf stages, default cuda; cpu tries them without a GPU,
 # and the speed stage as gpu_speed.sh --cpu-smoke).
@@ -43,7 +45,7 @@ BUNDLE=""
 while (($#)); do
   case $1 in
     --bundle) BUNDLE=$(cd "${2:?--bundle needs a folder}" && pwd) || exit 2; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,6 +53,7 @@ BUDGET_S=${BUDGET_S:-470}
 WORK=${WORK:-${TMPDIR:-/tmp}/depthbench-gpu-check}
 RESULTS=${OUT:-$WORK}
 STEPS=${STEPS:-3}
+PROGRAM_S=${PROGRAM_S:-90}
 BACKEND=${CHECK_BACKEND:-cuda}
 STAGES=${STAGES:-env ops scale sweep hf speed}
 LOGS=$WORK/logs
@@ -58,16 +61,18 @@ rm -rf "$WORK" && mkdir -p "$LOGS" "$RESULTS" || exit 2
 START=$(date +%s)
 exec 3>&1  # progress lines go to the terminal also while a stage's output goes to its log
 
-# Stage limits in seconds, scaled down together when they exceed BUDGET_S. SANITIZE=1 takes its
-# time from the scale and speed stages.
+# Stage limits in seconds, shares of BUDGET_S: scaled together so that those of the stages that
+# run (STAGES) add up to it; STAGES=scale alone gets the whole budget. SANITIZE=1 takes its time
+# from the scale and speed stages.
 # ops has about 18 programs (every design end to end in fp32 and with bf16 storage, each fast
 # path), each building its own cuDNN plans (seconds per shape): it gets the largest share.
 declare -A LIMIT=([env]=30 [ops]=170 [sanitize]=0 [scale]=110 [sweep]=30 [hf]=30 [speed]=100)
 if [[ ${SANITIZE:-0} == 1 ]]; then LIMIT[sanitize]=100; LIMIT[scale]=80; LIMIT[ops]=120; LIMIT[speed]=50; fi
 ORDER=(env ops sanitize scale sweep hf speed)
+selected() { [[ " $STAGES " == *" $1 "* || ($1 == sanitize && " $STAGES " == *" ops "*) ]]; }
 total=0
-for s in "${ORDER[@]}"; do total=$((total + LIMIT[$s])); done
-if ((total > BUDGET_S)); then
+for s in "${ORDER[@]}"; do selected "$s" && total=$((total + LIMIT[$s])); done
+if ((total > 0)); then
   for s in "${ORDER[@]}"; do LIMIT[$s]=$((LIMIT[$s] * BUDGET_S / total)); done
 fi
 
@@ -81,22 +86,25 @@ row() {  # STAGE RESULT DETAIL
   ROWS+=("$(printf '%-28s | %-7s | %s' "$1" "$2" "$3")")
   [[ $2 == FAIL ]] && FAILED=1
   say "$1: $2${3:+ — $3}"
+  write_results "unfinished (written after its last row: a check killed from outside ends here)"
 }
-# t CMD...: CMD under the time left to the current stage (STAGE_END); 124 when none is left.
+# t CMD...: CMD under the time left to the current stage (STAGE_END), at most CAP_S seconds when
+# set (CAP_S=60 t CMD); 124 when no time is left.
 t() {
   local left=$((STAGE_END - $(date +%s)))
   ((left > 0)) || { echo "(no time left in this stage for: $*)"; return 124; }
+  [[ -n ${CAP_S:-} ]] && ((CAP_S < left)) && left=$CAP_S
   timeout -k 10 "$left" "$@"
 }
 timed_out() { [[ $1 == 124 || $1 == 137 ]]; }
 
 VERSION="unknown version"
-# ---- summary and archive, on every exit ---------------------------------------------------------
-finish() {
-  local rc=$?
-  trap - EXIT INT TERM
+# ---- summary and archive: after every row, so that a check killed from outside (a remote call's
+# time limit: SIGKILL, no trap runs) still leaves the rows and logs of what it did, and on exit ---
+write_results() {  # STATE: a line saying whether the check finished
   {
     echo "DepthBench GPU check — $(date -u +%Y-%m-%dT%H:%MZ), $(elapsed)s of ${BUDGET_S}s budget"
+    echo "state: $1"
     echo "$VERSION"
     echo "GPU: ${GPU_LINE:-none}"
     echo
@@ -109,14 +117,22 @@ finish() {
     fi
     echo
     echo "logs: gpu_check_logs.tar.gz (one log per stage and program)"
-  } >"$RESULTS/gpu_check_summary.txt"
-  cp "$RESULTS/gpu_check_summary.txt" "$LOGS/summary.txt"
-  tar -czf "$RESULTS/gpu_check_logs.tar.gz" -C "$WORK" logs 2>/dev/null
-  cat "$RESULTS/gpu_check_summary.txt" >&3
-  say "wrote $RESULTS/gpu_check_summary.txt and $RESULTS/gpu_check_logs.tar.gz"
+  } >"$RESULTS/gpu_check_summary.txt.part"
+  cp "$RESULTS/gpu_check_summary.txt.part" "$LOGS/summary.txt"
+  mv -f "$RESULTS/gpu_check_summary.txt.part" "$RESULTS/gpu_check_summary.txt"
+  # 1: a log changed while read (the running stage's own): the archive is still good.
+  tar -czf "$RESULTS/gpu_check_logs.tar.gz.part" -C "$WORK" logs 2>/dev/null
+  (($? <= 1)) && mv -f "$RESULTS/gpu_check_logs.tar.gz.part" "$RESULTS/gpu_check_logs.tar.gz"
+}
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
   if ((rc == 0)); then
     if ((FAILED)); then rc=1; elif [[ -n $NO_GPU ]]; then rc=3; fi
   fi
+  write_results "finished, exit status $rc"
+  cat "$RESULTS/gpu_check_summary.txt" >&3
+  say "wrote $RESULTS/gpu_check_summary.txt and $RESULTS/gpu_check_logs.tar.gz"
   exit "$rc"
 }
 trap finish EXIT
@@ -163,7 +179,7 @@ HAVE_TORCH=$("$PYTHON" -c "import torch, h5py, numpy; print(1)" 2>/dev/null || e
 # Runs stage NAME (function stage_NAME) with its limit, its output in logs/NAME.log.
 run_stage() {
   local name=$1
-  [[ " $STAGES " == *" $name "* || ($name == sanitize && " $STAGES " == *" ops "*) ]] || return 0
+  selected "$name" || return 0
   ((LIMIT[$name] > 0)) || return 0
   if [[ -n $NO_GPU && $name != env && ! ($BACKEND == cpu && ($name == sweep || $name == hf || $name == speed)) ]]; then
     row "$name" skipped "no GPU"
@@ -231,7 +247,9 @@ PY
   else
     row env pass "driver CUDA ${cuda_version:-?}; ${cuda_libs:-no CUDA libraries}; ${python_line:-no python3}"
   fi
-  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  # grep reads the whole list: with -q it could exit at the first GPU's line, and nvidia-smi's
+  # SIGPIPE on the next would fail the pipe (pipefail) and call a multi-GPU node GPU-less.
+  if ! nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; then
     NO_GPU=1
     say "no GPU: nvidia-smi lists none; the GPU stages are skipped"
   fi
@@ -257,11 +275,12 @@ stage_ops() {
     local test rc
     for test in $(most_informative_first $TESTS); do
       echo "== $test"
-      t "$BIN/$test" --log_level=test_suite --report_level=short >"$LOGS/$test.log" 2>&1
+      # At most PROGRAM_S each: a program that hangs leaves the stage's time to the others.
+      CAP_S=$PROGRAM_S t "$BIN/$test" --log_level=test_suite --report_level=short >"$LOGS/$test.log" 2>&1
       rc=$?
       tail -3 "$LOGS/$test.log"
       if timed_out $rc; then
-        row "ops $test" FAIL "timed out (logs/$test.log)"
+        row "ops $test" FAIL "timed out (at most ${PROGRAM_S}s a program; a hang? logs/$test.log)"
       elif grep -q "no GPU: skipped" "$LOGS/$test.log"; then
         row "ops $test" FAIL "the CUDA runtime sees no GPU although nvidia-smi does"
       else
@@ -492,7 +511,9 @@ stage_speed() {
   local left=$((STAGE_END - $(date +%s))) dir=$LOGS/speed rc
   local mode=--short
   [[ $BACKEND == cpu ]] && mode=--cpu-smoke  # the script and its table without a GPU
-  t env DEPTHBENCH="$DEPTHBENCH" PYTHON="$PYTHON" BUDGET_S=$((left - 5)) ITEM_S=60 STEPS="$STEPS" \
+  # 15 s kept back: gpu_speed.sh stops a command up to 10 s after its limit (timeout -k 10), and
+  # it writes the table only after its last command.
+  t env DEPTHBENCH="$DEPTHBENCH" PYTHON="$PYTHON" BUDGET_S=$((left - 15)) ITEM_S=60 STEPS="$STEPS" \
     bash "$ROOT/bench/gpu_speed.sh" $mode --out "$dir" >"$LOGS/speed_table.log" 2>&1
   rc=$?
   cat "$LOGS/speed_table.log"

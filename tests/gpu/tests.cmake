@@ -15,6 +15,12 @@ add_test(NAME gpu.bundle_in_bare_root
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bundle_chroot.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
                  ${PROJECT_BINARY_DIR}/test-work/bundle_in_bare_root)
 set_tests_properties(gpu.bundle_in_bare_root PROPERTIES LABELS "bundle;slow" SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE)
+# check.sh's own logic in a fake bundle (stub programs, a fake nvidia-smi): a hanging program is
+# cut at PROGRAM_S, and OUT holds the summary and logs after every row, also after a SIGKILL.
+add_test(NAME gpu.check_script
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_script_test.sh ${PROJECT_SOURCE_DIR}
+                 ${PROJECT_BINARY_DIR}/test-work/check_script)
+set_tests_properties(gpu.check_script PROPERTIES LABELS bundle TIMEOUT 300)
 # design_kernels_test launches design functors itself: compiled by nvcc (ops/launch.hpp).
 depthbench_device_sources(design_kernels_test ${CMAKE_CURRENT_LIST_DIR}/design_kernels_test.cpp)
 # The bucketed NCCL sum needs one GPU per rank: on 2 ranks (skips with a line on fewer GPUs).
