@@ -308,8 +308,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     m.h.resize(rows * net.d());
     m.weights.resize(rows * sources);
     m.rstd.resize(rows * sources);
-    depth_softmax_forward(net.ops().space(), m.h.data(), m.weights.data(), m.rstd.data(), values,
-                          net.value(m.query), net.value(m.key_norm),
+    depth_softmax_forward(net.ops().space(), net.fused_kernels(), m.h.data(), m.weights.data(),
+                          m.rstd.data(), values, net.value(m.query), net.value(m.key_norm),
                           {rows, net.d(), sources, net.config().norm_eps});
   }
 

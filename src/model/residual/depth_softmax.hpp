@@ -1,6 +1,9 @@
 // The AttnRes depth softmax (§9, §10), per token: h = Σ_i softmax_i(q·RMSNorm(v_i; g))·v_i over
 // the m sources v_i, and its backward. DB_HD functors launched through ops/launch.hpp (one row
-// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body.
+// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body. The
+// forward has two forms: two passes over the sources (Forward) and, under train.fused_kernels,
+// one (OnePassForward, an online softmax; doc/performance.md, "AttnRes depth softmax in one
+// read").
 // Accumulators are double whatever T, and the query and key-gain gradients are summed over rows in
 // fixed chunks (for_each_row_sum): the same bits on any thread count.
 #pragma once
@@ -28,6 +31,13 @@ struct DepthMixShape {
 // arrays live in each GPU thread's local memory, which the device reserves for every thread it
 // can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200).
 constexpr int kMaxDepthSources = 256;
+
+// The widest row the one-pass forward takes: a lane keeps its columns of the current source and
+// of the running numerator in registers on a GPU, D / 32 values each — 64 floats at the 1.6B
+// shape's d = 2048, 32 doubles at d = 1024 (the same 128 registers). Wider rows take the two
+// passes.
+template <class T>
+inline constexpr int kMaxOnePassWidth = sizeof(T) > sizeof(float) ? 1024 : 2048;
 
 namespace depth_softmax_kernels {
 
@@ -86,6 +96,99 @@ struct Forward {
       if (lanes.leader()) weights[r * m + i] = w;
       const T* v = sources[i] + r * d;
       for (int j = lanes.first(); j < d; j += lanes.step()) hr[j] += w * v[j];
+    }
+  }
+};
+
+// logit[k] ← l when this lane keeps source i (= first + k·step). On a GPU through constant
+// indices, so that the array stays in registers.
+template <int N, class Lanes>
+DB_HD void keep_logit(double (&logit)[N], int i, double l, const Lanes& lanes) {
+  if (i % lanes.step() != lanes.first()) return;
+  const int k = i / lanes.step();
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+  for (int s = 0; s < N; ++s)
+    if (s == k) logit[s] = l;
+#else
+  logit[k] = l;
+#endif
+}
+
+// Forward in one read of each source (an online softmax, as flash attention's over keys), for
+// rows of d ≤ D columns: a lane loads its columns of v_i once, the two lane sums give rstd_i and
+// the logit l_i, and the running numerator Σ e_i·v_i and total Σ e_i take v_i in, with
+// e_i = exp(l_i − the largest logit so far) (both rescaled when that grows); at the end
+// h = numerator / total and the weights exp(l_i − max) / total, from the logits kept as
+// scalars, spread over the lanes (source i with lane i mod step). rstd and the logits are
+// Forward's sums in Forward's order; h and the weights differ from Forward's by rounding only
+// (h is summed in T, as Forward's, but of unnormalised terms, rescaled on the way).
+template <class T, int M, int D>
+struct OnePassForward {
+  T *h, *weights, *rstd;
+  PointerList<const T*, M> sources;
+  const T *query, *key_gain;
+  int d, m;
+  double eps;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    using std::exp;
+    constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
+    constexpr int kLogits = (M + Lanes::kCount - 1) / Lanes::kCount;
+    T value[kColumns], numerator[kColumns];
+    double logit[kLogits];
+    DB_DEVICE_UNROLL
+    for (int c = 0; c < kColumns; ++c) numerator[c] = T(0);
+    double max_logit = 0, total = 0;
+    for (int i = 0; i < m; ++i) {
+      const T* v = sources[i] + r * d;
+      double sum_squares = 0, dot = 0;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        const int j = lanes.first() + c * lanes.step();
+        if (j >= d) break;
+        value[c] = v[j];
+        sum_squares += double(value[c]) * value[c];
+      }
+      const T rs = key_rstd<T>(lanes.sum(sum_squares), d, eps);
+      if (lanes.leader()) rstd[r * m + i] = rs;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        const int j = lanes.first() + c * lanes.step();
+        if (j >= d) break;
+        dot += logit_term(query[j], key_gain[j], value[c], rs);
+      }
+      const double l = lanes.sum(dot);
+      keep_logit(logit, i, l, lanes);
+      if (i == 0) {
+        max_logit = l;
+      } else if (l > max_logit) {
+        const double rescale = exp(max_logit - l);
+        total *= rescale;
+        DB_DEVICE_UNROLL
+        for (int c = 0; c < kColumns; ++c) numerator[c] *= T(rescale);
+        max_logit = l;
+      }
+      const double e = exp(l - max_logit);
+      total += e;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        if (lanes.first() + c * lanes.step() >= d) break;
+        numerator[c] += T(e) * value[c];
+      }
+    }
+    T* hr = h + r * d;
+    DB_DEVICE_UNROLL
+    for (int c = 0; c < kColumns; ++c) {
+      const int j = lanes.first() + c * lanes.step();
+      if (j >= d) break;
+      hr[j] = T(numerator[c] / total);
+    }
+    DB_DEVICE_UNROLL
+    for (int k = 0; k < kLogits; ++k) {
+      const int i = lanes.first() + k * lanes.step();
+      if (i >= m) break;
+      weights[r * m + i] = T(exp(logit[k] - max_logit) / total);
     }
   }
 };
@@ -149,21 +252,45 @@ void with_source_capacity(int m, const Run& run) {
     run(std::integral_constant<int, kMaxDepthSources>{});
 }
 
+// Calls run(std::integral_constant<int, D>) for the smallest row capacity D of 1024 and
+// kMaxOnePassWidth<T> that holds d columns (on the host, one lane's arrays of D values on its
+// stack); false, running nothing, when d is wider.
+template <class T, class Run>
+bool with_width_capacity(int d, const Run& run) {
+  if (d <= 1024)
+    run(std::integral_constant<int, 1024>{});
+  else if (d <= kMaxOnePassWidth<T>)
+    run(std::integral_constant<int, kMaxOnePassWidth<T>>{});
+  else
+    return false;
+  return true;
+}
+
 }  // namespace depth_softmax_kernels
 
 // h [rows, d] = the mix of `sources` ([rows, d] each); weights, rstd [rows, sources] kept.
+// one_pass (train.fused_kernels): OnePassForward where the row fits its registers, else Forward.
 template <class T>
-void depth_softmax_forward(MemorySpace space, T* h, T* weights, T* rstd,
+void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T* rstd,
                            const std::vector<const T*>& sources, const T* query, const T* key_gain,
                            const DepthMixShape& s) {
+  using namespace depth_softmax_kernels;
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
-  depth_softmax_kernels::with_source_capacity(s.sources, [&](auto capacity) {
+  with_source_capacity(s.sources, [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    for_each_row_lanes(
-        space, s.rows,
-        depth_softmax_kernels::Forward<T, M>{h, weights, rstd, PointerList<const T*, M>(sources),
-                                             query, key_gain, s.d, s.sources, s.eps});
+    const PointerList<const T*, M> list(sources);
+    const bool ran_one_pass =
+        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
+          constexpr int D = decltype(width)::value;
+          for_each_row_lanes(space, s.rows,
+                             OnePassForward<T, M, D>{h, weights, rstd, list, query, key_gain, s.d,
+                                                     s.sources, s.eps});
+        });
+    if (!ran_one_pass)
+      for_each_row_lanes(
+          space, s.rows,
+          Forward<T, M>{h, weights, rstd, list, query, key_gain, s.d, s.sources, s.eps});
   });
 }
 
