@@ -36,9 +36,9 @@ struct Backends {
 BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are_deterministic) {
   DB_REQUIRE_GPU();
   Backends b;
-  // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities; the
-  // forward in two passes and in one (train.fused_kernels), whose two row capacities d = 48 and
-  // 1100 take (d not a multiple of 32).
+  // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities;
+  // the forward and backward in two passes and in one (train.fused_kernels), whose two row
+  // capacities d = 48 and 1100 take (d not a multiple of 32).
   struct Case {
     int sources, d;
     bool one_pass;
@@ -75,10 +75,12 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       BOOST_TEST(close("depth softmax weights", w));
       BOOST_TEST(close("depth softmax rstd", rstd));
       const Vec dquery_start = dquery.gpu_values();
-      depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(),
-                             src_cpu, w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
-      depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(),
-                             dh.gpu(), src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+      depth_softmax_backward(MemorySpace::host, c.one_pass, dsrc_cpu, dquery.cpu(), dgain.cpu(),
+                             dh.cpu(), h.cpu(), src_cpu, w.cpu(), rstd.cpu(), query.cpu(),
+                             gain.cpu(), s);
+      depth_softmax_backward(cuda::cuda_memory_space(), c.one_pass, dsrc_gpu, dquery.gpu(),
+                             dgain.gpu(), dh.gpu(), h.gpu(), src_gpu, w.gpu(), rstd.gpu(),
+                             query.gpu(), gain.gpu(), s);
       for (int i = 0; i < s.sources; ++i)
         BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
       BOOST_TEST(close("dquery (added)", dquery));
@@ -86,8 +88,9 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       // Again from the same start: the same bits.
       const Vec first = dquery.gpu_values();
       dquery.device.upload(dquery_start);
-      depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(),
-                             dh.gpu(), src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+      depth_softmax_backward(cuda::cuda_memory_space(), c.one_pass, dsrc_gpu, dquery.gpu(),
+                             dgain.gpu(), dh.gpu(), h.gpu(), src_gpu, w.gpu(), rstd.gpu(),
+                             query.gpu(), gain.gpu(), s);
       BOOST_TEST((dquery.gpu_values() == first));
     }
 }

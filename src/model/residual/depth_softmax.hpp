@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/device_unroll.hpp"
 #include "core/host_device.hpp"
 #include "ops/launch.hpp"
 
@@ -237,6 +238,63 @@ struct Backward {
   }
 };
 
+// The backward in one read of each source (train.fused_kernels), for rows of d ≤ D columns. As
+// Σ_k w_k·dw_k = dh·Σ_k w_k·v_k = dh·h, the forward's output h gives each source's
+// dlogit_i = w_i·(dh·v_i − dh·h) as soon as v_i is read: a lane loads its columns of v_i once
+// and they serve dw_i, the query and key-gain terms and the source's gradient. Backward's sums
+// otherwise, in its order; the results differ from Backward's by rounding (dh·h is summed from
+// h rounded to T instead of from the dw_k).
+template <class T, int M, int D>
+struct OnePassBackward {
+  PointerList<T*, M> dsources;
+  PointerList<const T*, M> sources;
+  const T *dh, *h, *weights, *rstd, *query, *key_gain;
+  int d, m;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
+    constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
+    T value[kColumns];
+    double* dq = sums;
+    double* dg = sums + d;
+    const T* dhr = dh + r * d;
+    const T* hr = h + r * d;
+    double part = 0;
+    for (int j = lanes.first(); j < d; j += lanes.step()) part += double(dhr[j]) * hr[j];
+    const double mean_dw = lanes.sum(part);
+    for (int i = 0; i < m; ++i) {
+      const T* v = sources[i] + r * d;
+      T* dv = dsources[i] + r * d;
+      const double w = weights[r * m + i], rs = rstd[r * m + i];
+      double dw = 0;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        const int j = lanes.first() + c * lanes.step();
+        if (j >= d) break;
+        value[c] = v[j];
+        dw += double(dhr[j]) * value[c];
+      }
+      const double dlogit = w * (lanes.sum(dw) - mean_dw);
+      double dot = 0;  // Σ_j dK_j g_j v_j, as Backward
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        const int j = lanes.first() + c * lanes.step();
+        if (j >= d) break;
+        const double key_hat = double(value[c]) * rs;
+        dq[j] += dlogit * key_gain[j] * key_hat;
+        dg[j] += dlogit * query[j] * key_hat;
+        dot += dlogit * query[j] * key_gain[j] * value[c];
+      }
+      const double coef = rs * rs * rs * lanes.sum(dot) / d;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        const int j = lanes.first() + c * lanes.step();
+        if (j >= d) break;
+        dv[j] += T(w * dhr[j] + rs * dlogit * query[j] * key_gain[j] - coef * value[c]);
+      }
+    }
+  }
+};
+
 // Calls run(std::integral_constant<int, M>) for the smallest capacity M of 16, 64, 256 that
 // holds m sources.
 template <class Run>
@@ -294,20 +352,32 @@ void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T
   });
 }
 
-// dsources added; dquery, dkey_gain added (row sums in a fixed order).
+// dsources added; dquery, dkey_gain added (row sums in a fixed order). one_pass
+// (train.fused_kernels): OnePassBackward, which reads h (the forward's output), where the row
+// fits its registers, else Backward.
 template <class T>
-void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, T* dquery,
-                            T* dkey_gain, const T* dh, const std::vector<const T*>& sources,
-                            const T* weights, const T* rstd, const T* query, const T* key_gain,
-                            const DepthMixShape& s) {
+void depth_softmax_backward(MemorySpace space, bool one_pass, const std::vector<T*>& dsources,
+                            T* dquery, T* dkey_gain, const T* dh, const T* h,
+                            const std::vector<const T*>& sources, const T* weights, const T* rstd,
+                            const T* query, const T* key_gain, const DepthMixShape& s) {
+  using namespace depth_softmax_kernels;
   SumTargets<T> targets;
   targets.add(dquery, s.d).add(dkey_gain, s.d);
-  depth_softmax_kernels::with_source_capacity(s.sources, [&](auto capacity) {
+  with_source_capacity(s.sources, [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    for_each_row_sum_lanes(space, s.rows, targets,
-                           depth_softmax_kernels::Backward<T, M>{
-                               PointerList<T*, M>(dsources), PointerList<const T*, M>(sources), dh,
-                               weights, rstd, query, key_gain, s.d, s.sources});
+    const PointerList<T*, M> grads(dsources);
+    const PointerList<const T*, M> values(sources);
+    const bool ran_one_pass =
+        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
+          constexpr int D = decltype(width)::value;
+          for_each_row_sum_lanes(space, s.rows, targets,
+                                 OnePassBackward<T, M, D>{grads, values, dh, h, weights, rstd,
+                                                          query, key_gain, s.d, s.sources});
+        });
+    if (!ran_one_pass)
+      for_each_row_sum_lanes(
+          space, s.rows, targets,
+          Backward<T, M>{grads, values, dh, weights, rstd, query, key_gain, s.d, s.sources});
   });
 }
 
