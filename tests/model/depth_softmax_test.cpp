@@ -2,8 +2,9 @@
 // OnePassBackward, train.fused_kernels) against the two passes they replace (Forward,
 // Backward), in float and double, for 1, 2, 17 and 65 sources (the three source capacities) and
 // widths below, at and above a lane's columns, none a multiple of 32 but the capacity itself:
-// - rstd and the logits are the same sums in the same order; h and the weights differ by
-//   rounding only (the online softmax sums unnormalised, rescaled terms);
+// - rstd and the logits are the same sums in the same order (the same bits where the compiler
+//   contracts a·b + c alike in both loops); h and the weights differ by rounding only (the
+//   online softmax sums unnormalised, rescaled terms);
 // - the two-pass backward gives the same gradients to rounding whichever forward fed it, and so
 //   does the one-pass backward (tolerances below);
 // - rows wider than the one-pass capacity (kMaxOnePassWidth) run the two passes: the same bits.
@@ -80,16 +81,22 @@ Outputs<T> run(const Inputs<T>& in, bool one_pass_forward, bool one_pass_backwar
 
 template <class T>
 double difference(const std::vector<T>& a, const std::vector<T>& b) {
-  return a == b ? 0.0 : test::max_relative_difference(a.data(), b);
+  return test::max_relative_difference(a.data(), b);
 }
 
-// The largest difference of any gradient, relative to the largest value of each.
+// The largest difference of any gradient over the largest gradient: one scale for the mix's
+// gradients, since with one source the query and key-gain gradients are zero (its weight is 1
+// whatever the logit), which rounding leaves at ±10⁻¹⁷ or exactly 0.
 template <class T>
 double gradient_difference(const Outputs<T>& a, const Outputs<T>& b) {
-  double diff = std::max(difference(a.dquery, b.dquery), difference(a.dkey_gain, b.dkey_gain));
-  for (size_t i = 0; i < a.dsources.size(); ++i)
-    diff = std::max(diff, difference(a.dsources[i], b.dsources[i]));
-  return diff;
+  std::vector<T> all_a = a.dquery, all_b = b.dquery;
+  all_a.insert(all_a.end(), a.dkey_gain.begin(), a.dkey_gain.end());
+  all_b.insert(all_b.end(), b.dkey_gain.begin(), b.dkey_gain.end());
+  for (size_t i = 0; i < a.dsources.size(); ++i) {
+    all_a.insert(all_a.end(), a.dsources[i].begin(), a.dsources[i].end());
+    all_b.insert(all_b.end(), b.dsources[i].begin(), b.dsources[i].end());
+  }
+  return difference(all_a, all_b);
 }
 
 template <class T>
@@ -139,17 +146,17 @@ void check_wide_rows_run_two_passes() {
 
 }  // namespace
 
-// Tolerances, relative to the largest value: the forward 16 units of the last place (2⁻¹⁹ in
-// float, 2⁻⁴⁸ in double; measured: h 5.3·10⁻⁷ and 8.9·10⁻¹⁶, the weights mostly the same bits).
-// The gradients 2⁻¹⁶ and 2⁻⁴⁴: the one-pass backward takes Σ_k w_k·dw_k as dh·h, h rounded to T,
+// Tolerances, relative to the largest value: the forward 2⁻¹⁹ in float, 2⁻⁴⁶ in double (16 and
+// 64 units of the last place; measured: h 5.3·10⁻⁷ and 1.7·10⁻¹⁵, the weights 0 and 1.2·10⁻¹⁵).
+// The gradients 2⁻¹⁶ and 2⁻⁴⁰: the one-pass backward takes Σ_k w_k·dw_k as dh·h, h rounded to T,
 // and the query and key-gain gradients add terms w_i·(dw_i − Σ_k w_k·dw_k) that partly cancel,
-// which magnifies that rounding (measured: 3.4·10⁻⁶ in float at d = 3, 7·10⁻¹⁵ in double).
+// which magnifies that rounding (measured: 2.6·10⁻⁶ in float, 3.6·10⁻¹⁴ in double).
 BOOST_AUTO_TEST_CASE(one_pass_forward_and_backward_match_two_passes_to_rounding_in_float) {
   check_one_pass_against_two<float>(std::ldexp(1.0, -19), std::ldexp(1.0, -16));
 }
 
 BOOST_AUTO_TEST_CASE(one_pass_forward_and_backward_match_two_passes_to_rounding_in_double) {
-  check_one_pass_against_two<double>(std::ldexp(1.0, -48), std::ldexp(1.0, -44));
+  check_one_pass_against_two<double>(std::ldexp(1.0, -46), std::ldexp(1.0, -40));
 }
 
 BOOST_AUTO_TEST_CASE(rows_wider_than_the_one_pass_capacity_run_the_two_passes) {
