@@ -101,6 +101,12 @@ struct Forward {
   }
 };
 
+// How many of `count` values (columns, sources) fall to this lane: first, first + step, ….
+template <class Lanes>
+DB_HD int lane_share(int count, const Lanes& lanes) {
+  return (count - lanes.first() + lanes.step() - 1) / lanes.step();
+}
+
 // logit[k] ← l when this lane keeps source i (= first + k·step). On a GPU through constant
 // indices, so that the array stays in registers.
 template <int N, class Lanes>
@@ -136,27 +142,28 @@ struct OnePassForward {
     using std::exp;
     constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
     constexpr int kLogits = (M + Lanes::kCount - 1) / Lanes::kCount;
+    const int columns = lane_share(d, lanes);
     T value[kColumns], numerator[kColumns];
     double logit[kLogits];
     DB_DEVICE_UNROLL
-    for (int c = 0; c < kColumns; ++c) numerator[c] = T(0);
+    for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) numerator[c] = T(0);
     double max_logit = 0, total = 0;
     for (int i = 0; i < m; ++i) {
       const T* v = sources[i] + r * d;
       double sum_squares = 0, dot = 0;
       DB_DEVICE_UNROLL
-      for (int c = 0; c < kColumns; ++c) {
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
         const int j = lanes.first() + c * lanes.step();
-        if (j >= d) break;
         value[c] = v[j];
         sum_squares += double(value[c]) * value[c];
       }
       const T rs = key_rstd<T>(lanes.sum(sum_squares), d, eps);
       if (lanes.leader()) rstd[r * m + i] = rs;
       DB_DEVICE_UNROLL
-      for (int c = 0; c < kColumns; ++c) {
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
         const int j = lanes.first() + c * lanes.step();
-        if (j >= d) break;
         dot += logit_term(query[j], key_gain[j], value[c], rs);
       }
       const double l = lanes.sum(dot);
@@ -167,29 +174,28 @@ struct OnePassForward {
         const double rescale = exp(max_logit - l);
         total *= rescale;
         DB_DEVICE_UNROLL
-        for (int c = 0; c < kColumns; ++c) numerator[c] *= T(rescale);
+        for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) numerator[c] *= T(rescale);
         max_logit = l;
       }
       const double e = exp(l - max_logit);
       total += e;
       DB_DEVICE_UNROLL
-      for (int c = 0; c < kColumns; ++c) {
-        if (lanes.first() + c * lanes.step() >= d) break;
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
         numerator[c] += T(e) * value[c];
       }
     }
     T* hr = h + r * d;
     DB_DEVICE_UNROLL
-    for (int c = 0; c < kColumns; ++c) {
-      const int j = lanes.first() + c * lanes.step();
-      if (j >= d) break;
-      hr[j] = T(numerator[c] / total);
+    for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+      if (c >= columns) break;
+      hr[lanes.first() + c * lanes.step()] = T(numerator[c] / total);
     }
+    const int logits = lane_share(m, lanes);
     DB_DEVICE_UNROLL
-    for (int k = 0; k < kLogits; ++k) {
-      const int i = lanes.first() + k * lanes.step();
-      if (i >= m) break;
-      weights[r * m + i] = T(exp(logit[k] - max_logit) / total);
+    for (int k = 0; k < register_loop_bound<kLogits>(logits); ++k) {
+      if (k >= logits) break;
+      weights[r * m + lanes.first() + k * lanes.step()] = T(exp(logit[k] - max_logit) / total);
     }
   }
 };
@@ -253,6 +259,7 @@ struct OnePassBackward {
   template <class Lanes>
   DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
     constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
+    const int columns = lane_share(d, lanes);
     T value[kColumns];
     double* dq = sums;
     double* dg = sums + d;
@@ -267,18 +274,18 @@ struct OnePassBackward {
       const double w = weights[r * m + i], rs = rstd[r * m + i];
       double dw = 0;
       DB_DEVICE_UNROLL
-      for (int c = 0; c < kColumns; ++c) {
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
         const int j = lanes.first() + c * lanes.step();
-        if (j >= d) break;
         value[c] = v[j];
         dw += double(dhr[j]) * value[c];
       }
       const double dlogit = w * (lanes.sum(dw) - mean_dw);
       double dot = 0;  // Σ_j dK_j g_j v_j, as Backward
       DB_DEVICE_UNROLL
-      for (int c = 0; c < kColumns; ++c) {
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
         const int j = lanes.first() + c * lanes.step();
-        if (j >= d) break;
         const double key_hat = double(value[c]) * rs;
         dq[j] += dlogit * key_gain[j] * key_hat;
         dg[j] += dlogit * query[j] * key_hat;
@@ -286,9 +293,9 @@ struct OnePassBackward {
       }
       const double coef = rs * rs * rs * lanes.sum(dot) / d;
       DB_DEVICE_UNROLL
-      for (int c = 0; c < kColumns; ++c) {
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
         const int j = lanes.first() + c * lanes.step();
-        if (j >= d) break;
         dv[j] += T(w * dhr[j] + rs * dlogit * query[j] * key_gain[j] - coef * value[c]);
       }
     }
