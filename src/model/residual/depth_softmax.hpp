@@ -1,9 +1,9 @@
 // The AttnRes depth softmax (§9, §10), per token: h = Σ_i softmax_i(q·RMSNorm(v_i; g))·v_i over
 // the m sources v_i, and its backward. DB_HD functors launched through ops/launch.hpp (one row
-// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body. The
-// forward has two forms: two passes over the sources (Forward) and, under train.fused_kernels,
-// one (OnePassForward, an online softmax; doc/performance.md, "AttnRes depth softmax in one
-// read").
+// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body. Each
+// direction has two forms: two passes over the sources (Forward, Backward) and, under
+// train.fused_kernels, one read of each source (OnePassForward, an online softmax, and
+// OnePassBackward; doc/performance.md, "AttnRes depth softmax in one read").
 // Accumulators are double whatever T, and the query and key-gain gradients are summed over rows in
 // fixed chunks (for_each_row_sum): the same bits on any thread count.
 #pragma once
@@ -28,15 +28,16 @@ struct DepthMixShape {
 
 // The source pointers travel by value in the functor (a kernel parameter on the GPU), so a
 // consumer mixes at most this many sources: Full AttnRes with up to 127 blocks. The functors are
-// compiled for 16, 64 or 256 sources and the smallest that holds m runs: their per-source
-// arrays live in each GPU thread's local memory, which the device reserves for every thread it
-// can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200).
+// compiled for 16, 64 or 256 sources and the smallest that holds m runs: the two-pass functors'
+// per-source arrays live in each GPU thread's local memory, which the device reserves for every
+// thread it can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass
+// functors keep 8 scalars a thread at most, in registers.
 constexpr int kMaxDepthSources = 256;
 
-// The widest row the one-pass forward takes: a lane keeps its columns of the current source and
-// of the running numerator in registers on a GPU, D / 32 values each — 64 floats at the 1.6B
-// shape's d = 2048, 32 doubles at d = 1024 (the same 128 registers). Wider rows take the two
-// passes.
+// The widest row the one-pass functors take: a lane keeps its columns of the current source
+// (and the forward those of its running numerator) in registers on a GPU, D / 32 values each —
+// 64 floats at the 1.6B shape's d = 2048, 32 doubles at d = 1024 (the same registers). Wider
+// rows take the two passes.
 template <class T>
 inline constexpr int kMaxOnePassWidth = sizeof(T) > sizeof(float) ? 1024 : 2048;
 
