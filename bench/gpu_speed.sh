@@ -33,7 +33,7 @@
 # LEVERS (the lever rows besides cuda_graphs = off, each [DESIGN:]KEY=VALUE, run as
 #   --train.KEY VALUE at L = 24, DESIGN default pre_ln; default "attention=reference
 #   activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32
-#   hc:fused_kernels=off", --short
+#   attnres_full:fused_kernels=off hc:fused_kernels=off", --short
 #   "activation_dtype=fp32", --cpu-smoke the first three and hc:activation_dtype=fp32).
 # Example: BENCH_ARGS="--train.attention flash --train.micro_batch 4" bench/gpu_speed.sh --short
 # Exit status: 0 when the Pre-LN row at L = 24 was measured, 1 otherwise, 2 for bad arguments.
@@ -76,7 +76,7 @@ if ((SMOKE)); then
 elif ((SHORT)); then
   LEVERS=${LEVERS-"activation_dtype=fp32"}
 else
-  LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32 hc:fused_kernels=off"}
+  LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32 attnres_full:fused_kernels=off hc:fused_kernels=off"}
 fi
 for lever in $LEVERS; do
   [[ $lever =~ ^([a-z_0-9]+:)?[a-z_0-9]+=[^=]+$ ]] ||

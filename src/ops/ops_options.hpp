@@ -59,9 +59,10 @@ inline const char* activation_dtype_choices() {
 
 // train.fused_kernels, read by the model: on = the memory-bound passes it has a fused form for
 // run as one (the residual add with the norm after it, the HC/mHC combine with its norm and
-// their backward passes, QK-norm with RoPE); off = the separate ops, the same math (on the CPU
-// the same bits, HC/mHC's backward to rounding), for the lever table and to set a fused kernel
-// aside. "on" | "off", else db::Error naming the valid values.
+// their backward passes, the AttnRes depth softmax in one read of its sources, QK-norm with
+// RoPE); off = the separate ops, the same math (on the CPU the same bits, HC/mHC's backward and
+// AttnRes to rounding), for the lever table and to set a fused kernel aside. "on" | "off", else
+// db::Error naming the valid values.
 bool parse_fused_kernels(const std::string& name);
 
 struct OpsOptions {

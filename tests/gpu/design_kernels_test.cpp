@@ -36,9 +36,18 @@ struct Backends {
 BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are_deterministic) {
   DB_REQUIRE_GPU();
   Backends b;
-  // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities.
-  for (int sources : {5, 20, 70}) BOOST_TEST_CONTEXT("sources = " << sources) {
-      const DepthMixShape s{150, 48, sources, 1e-6};
+  // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities;
+  // the forward and backward in two passes and in one (train.fused_kernels), whose two row
+  // capacities d = 48 and 1100 take (d not a multiple of 32).
+  struct Case {
+    int sources, d;
+    bool one_pass;
+  };
+  for (const Case c : {Case{5, 48, false}, Case{20, 48, false}, Case{70, 48, false},
+                       Case{5, 48, true}, Case{70, 48, true}, Case{20, 1100, true}})
+    BOOST_TEST_CONTEXT("sources = " << c.sources << ", d = " << c.d
+                                    << (c.one_pass ? ", one pass" : ", two passes")) {
+      const DepthMixShape s{150, c.d, c.sources, 1e-6};
       const size_t n = s.rows * s.d;
       std::vector<Pair> src, dsrc;
       for (int i = 0; i < s.sources; ++i) {
@@ -58,18 +67,20 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
         dsrc_cpu.push_back(dsrc[i].cpu());
         dsrc_gpu.push_back(dsrc[i].gpu());
       }
-      depth_softmax_forward(MemorySpace::host, h.cpu(), w.cpu(), rstd.cpu(), src_cpu, query.cpu(),
-                            gain.cpu(), s);
-      depth_softmax_forward(cuda::cuda_memory_space(), h.gpu(), w.gpu(), rstd.gpu(), src_gpu,
-                            query.gpu(), gain.gpu(), s);
+      depth_softmax_forward(MemorySpace::host, c.one_pass, h.cpu(), w.cpu(), rstd.cpu(), src_cpu,
+                            query.cpu(), gain.cpu(), s);
+      depth_softmax_forward(cuda::cuda_memory_space(), c.one_pass, h.gpu(), w.gpu(), rstd.gpu(),
+                            src_gpu, query.gpu(), gain.gpu(), s);
       BOOST_TEST(close("depth softmax h", h));
       BOOST_TEST(close("depth softmax weights", w));
       BOOST_TEST(close("depth softmax rstd", rstd));
       const Vec dquery_start = dquery.gpu_values();
-      depth_softmax_backward(MemorySpace::host, dsrc_cpu, dquery.cpu(), dgain.cpu(), dh.cpu(),
-                             src_cpu, w.cpu(), rstd.cpu(), query.cpu(), gain.cpu(), s);
-      depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(),
-                             dh.gpu(), src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+      depth_softmax_backward(MemorySpace::host, c.one_pass, dsrc_cpu, dquery.cpu(), dgain.cpu(),
+                             dh.cpu(), h.cpu(), src_cpu, w.cpu(), rstd.cpu(), query.cpu(),
+                             gain.cpu(), s);
+      depth_softmax_backward(cuda::cuda_memory_space(), c.one_pass, dsrc_gpu, dquery.gpu(),
+                             dgain.gpu(), dh.gpu(), h.gpu(), src_gpu, w.gpu(), rstd.gpu(),
+                             query.gpu(), gain.gpu(), s);
       for (int i = 0; i < s.sources; ++i)
         BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
       BOOST_TEST(close("dquery (added)", dquery));
@@ -77,8 +88,9 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       // Again from the same start: the same bits.
       const Vec first = dquery.gpu_values();
       dquery.device.upload(dquery_start);
-      depth_softmax_backward(cuda::cuda_memory_space(), dsrc_gpu, dquery.gpu(), dgain.gpu(),
-                             dh.gpu(), src_gpu, w.gpu(), rstd.gpu(), query.gpu(), gain.gpu(), s);
+      depth_softmax_backward(cuda::cuda_memory_space(), c.one_pass, dsrc_gpu, dquery.gpu(),
+                             dgain.gpu(), dh.gpu(), h.gpu(), src_gpu, w.gpu(), rstd.gpu(),
+                             query.gpu(), gain.gpu(), s);
       BOOST_TEST((dquery.gpu_values() == first));
     }
 }

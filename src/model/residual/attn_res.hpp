@@ -308,8 +308,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     m.h.resize(rows * net.d());
     m.weights.resize(rows * sources);
     m.rstd.resize(rows * sources);
-    depth_softmax_forward(net.ops().space(), m.h.data(), m.weights.data(), m.rstd.data(), values,
-                          net.value(m.query), net.value(m.key_norm),
+    depth_softmax_forward(net.ops().space(), net.fused_kernels(), m.h.data(), m.weights.data(),
+                          m.rstd.data(), values, net.value(m.query), net.value(m.key_norm),
                           {rows, net.d(), sources, net.config().norm_eps});
   }
 
@@ -338,10 +338,10 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
                    : r.kind == Ref::kGroup   ? dgroup_[r.group].data()
                                              : dpartial_[r.group].data();
       }
-      depth_softmax_backward(net.ops().space(), grads, net.grad(m.query), net.grad(m.key_norm),
-                             dh_[c].data(), values, m.weights.data(), m.rstd.data(),
-                             net.value(m.query), net.value(m.key_norm),
-                             {net.rows(), net.d(), sources, net.config().norm_eps});
+      depth_softmax_backward(
+          net.ops().space(), net.fused_kernels(), grads, net.grad(m.query), net.grad(m.key_norm),
+          dh_[c].data(), m.h.data(), values, m.weights.data(), m.rstd.data(), net.value(m.query),
+          net.value(m.key_norm), {net.rows(), net.d(), sources, net.config().norm_eps});
     }
   }
 

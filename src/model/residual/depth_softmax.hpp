@@ -1,6 +1,9 @@
 // The AttnRes depth softmax (§9, §10), per token: h = Σ_i softmax_i(q·RMSNorm(v_i; g))·v_i over
 // the m sources v_i, and its backward. DB_HD functors launched through ops/launch.hpp (one row
-// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body.
+// each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body. Each
+// direction has two forms: two passes over the sources (Forward, Backward) and, under
+// train.fused_kernels, one read of each source (OnePassForward, an online softmax, and
+// OnePassBackward; doc/performance.md, "AttnRes depth softmax in one read").
 // Accumulators are double whatever T, and the query and key-gain gradients are summed over rows in
 // fixed chunks (for_each_row_sum): the same bits on any thread count.
 #pragma once
@@ -10,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/device_unroll.hpp"
 #include "core/host_device.hpp"
 #include "ops/launch.hpp"
 
@@ -24,10 +28,18 @@ struct DepthMixShape {
 
 // The source pointers travel by value in the functor (a kernel parameter on the GPU), so a
 // consumer mixes at most this many sources: Full AttnRes with up to 127 blocks. The functors are
-// compiled for 16, 64 or 256 sources and the smallest that holds m runs: their per-source
-// arrays live in each GPU thread's local memory, which the device reserves for every thread it
-// can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200).
+// compiled for 16, 64 or 256 sources and the smallest that holds m runs: the two-pass functors'
+// per-source arrays live in each GPU thread's local memory, which the device reserves for every
+// thread it can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass
+// functors keep 8 scalars a thread at most, in registers.
 constexpr int kMaxDepthSources = 256;
+
+// The widest row the one-pass functors take: a lane keeps its columns of the current source
+// (and the forward those of its running numerator) in registers on a GPU, D / 32 values each —
+// 64 floats at the 1.6B shape's d = 2048, 32 doubles at d = 1024 (the same registers). Wider
+// rows take the two passes.
+template <class T>
+inline constexpr int kMaxOnePassWidth = sizeof(T) > sizeof(float) ? 1024 : 2048;
 
 namespace depth_softmax_kernels {
 
@@ -90,6 +102,105 @@ struct Forward {
   }
 };
 
+// How many of `count` values (columns, sources) fall to this lane: first, first + step, ….
+template <class Lanes>
+DB_HD int lane_share(int count, const Lanes& lanes) {
+  return (count - lanes.first() + lanes.step() - 1) / lanes.step();
+}
+
+// logit[k] ← l when this lane keeps source i (= first + k·step). On a GPU through constant
+// indices, so that the array stays in registers.
+template <int N, class Lanes>
+DB_HD void keep_logit(double (&logit)[N], int i, double l, const Lanes& lanes) {
+  if (i % lanes.step() != lanes.first()) return;
+  const int k = i / lanes.step();
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+  for (int s = 0; s < N; ++s)
+    if (s == k) logit[s] = l;
+#else
+  logit[k] = l;
+#endif
+}
+
+// Forward in one read of each source (an online softmax, as flash attention's over keys), for
+// rows of d ≤ D columns: a lane loads its columns of v_i once, the two lane sums give rstd_i and
+// the logit l_i, and the running numerator Σ e_i·v_i and total Σ e_i take v_i in, with
+// e_i = exp(l_i − the largest logit so far) (both rescaled when that grows); at the end
+// h = numerator / total and the weights exp(l_i − max) / total, from the logits kept as
+// scalars, spread over the lanes (source i with lane i mod step). rstd and the logits are
+// Forward's sums in Forward's order; h and the weights differ from Forward's by rounding only
+// (h is summed in T, as Forward's, but of unnormalised terms, rescaled on the way).
+template <class T, int M, int D>
+struct OnePassForward {
+  T *h, *weights, *rstd;
+  PointerList<const T*, M> sources;
+  const T *query, *key_gain;
+  int d, m;
+  double eps;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    using std::exp;
+    constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
+    constexpr int kLogits = (M + Lanes::kCount - 1) / Lanes::kCount;
+    const int columns = lane_share(d, lanes);
+    T value[kColumns], numerator[kColumns];
+    double logit[kLogits];
+    DB_DEVICE_UNROLL
+    for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) numerator[c] = T(0);
+    double max_logit = 0, total = 0;
+    for (int i = 0; i < m; ++i) {
+      const T* v = sources[i] + r * d;
+      double sum_squares = 0, dot = 0;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        const int j = lanes.first() + c * lanes.step();
+        value[c] = v[j];
+        sum_squares += double(value[c]) * value[c];
+      }
+      const T rs = key_rstd<T>(lanes.sum(sum_squares), d, eps);
+      if (lanes.leader()) rstd[r * m + i] = rs;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        const int j = lanes.first() + c * lanes.step();
+        dot += logit_term(query[j], key_gain[j], value[c], rs);
+      }
+      const double l = lanes.sum(dot);
+      keep_logit(logit, i, l, lanes);
+      if (i == 0) {
+        max_logit = l;
+      } else if (l > max_logit) {
+        const double rescale = exp(max_logit - l);
+        total *= rescale;
+        DB_DEVICE_UNROLL
+        for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) numerator[c] *= T(rescale);
+        max_logit = l;
+      }
+      const double e = exp(l - max_logit);
+      total += e;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        numerator[c] += T(e) * value[c];
+      }
+    }
+    T* hr = h + r * d;
+    DB_DEVICE_UNROLL
+    for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+      if (c >= columns) break;
+      hr[lanes.first() + c * lanes.step()] = T(numerator[c] / total);
+    }
+    const int logits = lane_share(m, lanes);
+    DB_DEVICE_UNROLL
+    for (int k = 0; k < register_loop_bound<kLogits>(logits); ++k) {
+      if (k >= logits) break;
+      weights[r * m + lanes.first() + k * lanes.step()] = T(exp(logit[k] - max_logit) / total);
+    }
+  }
+};
+
 // Row r's source gradients (added), and its query and key-gain contributions into
 // sums[0, d) and sums[d, 2d) (each lane into its own columns).
 template <class T, int M>
@@ -134,6 +245,64 @@ struct Backward {
   }
 };
 
+// The backward in one read of each source (train.fused_kernels), for rows of d ≤ D columns. As
+// Σ_k w_k·dw_k = dh·Σ_k w_k·v_k = dh·h, the forward's output h gives each source's
+// dlogit_i = w_i·(dh·v_i − dh·h) as soon as v_i is read: a lane loads its columns of v_i once
+// and they serve dw_i, the query and key-gain terms and the source's gradient. Backward's sums
+// otherwise, in its order; the results differ from Backward's by rounding (dh·h is summed from
+// h rounded to T instead of from the dw_k).
+template <class T, int M, int D>
+struct OnePassBackward {
+  PointerList<T*, M> dsources;
+  PointerList<const T*, M> sources;
+  const T *dh, *h, *weights, *rstd, *query, *key_gain;
+  int d, m;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
+    constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
+    const int columns = lane_share(d, lanes);
+    T value[kColumns];
+    double* dq = sums;
+    double* dg = sums + d;
+    const T* dhr = dh + r * d;
+    const T* hr = h + r * d;
+    double part = 0;
+    for (int j = lanes.first(); j < d; j += lanes.step()) part += double(dhr[j]) * hr[j];
+    const double mean_dw = lanes.sum(part);
+    for (int i = 0; i < m; ++i) {
+      const T* v = sources[i] + r * d;
+      T* dv = dsources[i] + r * d;
+      const double w = weights[r * m + i], rs = rstd[r * m + i];
+      double dw = 0;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        const int j = lanes.first() + c * lanes.step();
+        value[c] = v[j];
+        dw += double(dhr[j]) * value[c];
+      }
+      const double dlogit = w * (lanes.sum(dw) - mean_dw);
+      double dot = 0;  // Σ_j dK_j g_j v_j, as Backward
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        const int j = lanes.first() + c * lanes.step();
+        const double key_hat = double(value[c]) * rs;
+        dq[j] += dlogit * key_gain[j] * key_hat;
+        dg[j] += dlogit * query[j] * key_hat;
+        dot += dlogit * query[j] * key_gain[j] * value[c];
+      }
+      const double coef = rs * rs * rs * lanes.sum(dot) / d;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        const int j = lanes.first() + c * lanes.step();
+        dv[j] += T(w * dhr[j] + rs * dlogit * query[j] * key_gain[j] - coef * value[c]);
+      }
+    }
+  }
+};
+
 // Calls run(std::integral_constant<int, M>) for the smallest capacity M of 16, 64, 256 that
 // holds m sources.
 template <class Run>
@@ -149,38 +318,74 @@ void with_source_capacity(int m, const Run& run) {
     run(std::integral_constant<int, kMaxDepthSources>{});
 }
 
+// Calls run(std::integral_constant<int, D>) for the smallest row capacity D of 1024 and
+// kMaxOnePassWidth<T> that holds d columns (on the host, one lane's arrays of D values on its
+// stack); false, running nothing, when d is wider.
+template <class T, class Run>
+bool with_width_capacity(int d, const Run& run) {
+  if (d <= 1024)
+    run(std::integral_constant<int, 1024>{});
+  else if (d <= kMaxOnePassWidth<T>)
+    run(std::integral_constant<int, kMaxOnePassWidth<T>>{});
+  else
+    return false;
+  return true;
+}
+
 }  // namespace depth_softmax_kernels
 
 // h [rows, d] = the mix of `sources` ([rows, d] each); weights, rstd [rows, sources] kept.
+// one_pass (train.fused_kernels): OnePassForward where the row fits its registers, else Forward.
 template <class T>
-void depth_softmax_forward(MemorySpace space, T* h, T* weights, T* rstd,
+void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T* rstd,
                            const std::vector<const T*>& sources, const T* query, const T* key_gain,
                            const DepthMixShape& s) {
+  using namespace depth_softmax_kernels;
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
-  depth_softmax_kernels::with_source_capacity(s.sources, [&](auto capacity) {
+  with_source_capacity(s.sources, [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    for_each_row_lanes(
-        space, s.rows,
-        depth_softmax_kernels::Forward<T, M>{h, weights, rstd, PointerList<const T*, M>(sources),
-                                             query, key_gain, s.d, s.sources, s.eps});
+    const PointerList<const T*, M> list(sources);
+    const bool ran_one_pass =
+        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
+          constexpr int D = decltype(width)::value;
+          for_each_row_lanes(space, s.rows,
+                             OnePassForward<T, M, D>{h, weights, rstd, list, query, key_gain, s.d,
+                                                     s.sources, s.eps});
+        });
+    if (!ran_one_pass)
+      for_each_row_lanes(
+          space, s.rows,
+          Forward<T, M>{h, weights, rstd, list, query, key_gain, s.d, s.sources, s.eps});
   });
 }
 
-// dsources added; dquery, dkey_gain added (row sums in a fixed order).
+// dsources added; dquery, dkey_gain added (row sums in a fixed order). one_pass
+// (train.fused_kernels): OnePassBackward, which reads h (the forward's output), where the row
+// fits its registers, else Backward.
 template <class T>
-void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, T* dquery,
-                            T* dkey_gain, const T* dh, const std::vector<const T*>& sources,
-                            const T* weights, const T* rstd, const T* query, const T* key_gain,
-                            const DepthMixShape& s) {
+void depth_softmax_backward(MemorySpace space, bool one_pass, const std::vector<T*>& dsources,
+                            T* dquery, T* dkey_gain, const T* dh, const T* h,
+                            const std::vector<const T*>& sources, const T* weights, const T* rstd,
+                            const T* query, const T* key_gain, const DepthMixShape& s) {
+  using namespace depth_softmax_kernels;
   SumTargets<T> targets;
   targets.add(dquery, s.d).add(dkey_gain, s.d);
-  depth_softmax_kernels::with_source_capacity(s.sources, [&](auto capacity) {
+  with_source_capacity(s.sources, [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    for_each_row_sum_lanes(space, s.rows, targets,
-                           depth_softmax_kernels::Backward<T, M>{
-                               PointerList<T*, M>(dsources), PointerList<const T*, M>(sources), dh,
-                               weights, rstd, query, key_gain, s.d, s.sources});
+    const PointerList<T*, M> grads(dsources);
+    const PointerList<const T*, M> values(sources);
+    const bool ran_one_pass =
+        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
+          constexpr int D = decltype(width)::value;
+          for_each_row_sum_lanes(space, s.rows, targets,
+                                 OnePassBackward<T, M, D>{grads, values, dh, h, weights, rstd,
+                                                          query, key_gain, s.d, s.sources});
+        });
+    if (!ran_one_pass)
+      for_each_row_sum_lanes(
+          space, s.rows, targets,
+          Backward<T, M>{grads, values, dh, weights, rstd, query, key_gain, s.d, s.sources});
   });
 }
 
