@@ -127,8 +127,8 @@ void check_mix_backward_shapes() {
 template <class T>
 void check_mix_rstd(int64_t rows, int n, int d, bool hc) {
   const double eps = 1e-5;
-  const StreamMapLayout map =
-      hc ? StreamMapLayout{int64_t(n) * (n + 1), 1, n + 1, 1} : StreamMapLayout{int64_t(n) * n, n, 1, 0};
+  const StreamMapLayout map = hc ? StreamMapLayout{int64_t(n) * (n + 1), 1, n + 1, 1}
+                                 : StreamMapLayout{int64_t(n) * n, n, 1, 0};
   const int streams = hc ? 1 : n;
   const int64_t norm_rows = rows * n / streams;
   const size_t state = size_t(rows) * n * d;
@@ -186,7 +186,8 @@ BOOST_AUTO_TEST_CASE(mix_with_rstd_normalises_hc_streams_and_mhc_tokens) {
                      mix.data(), map, rows, n, d, streams, eps);
     for (size_t q = 0; q < rstd.size(); ++q) {
       double sum_sq = 0;
-      for (int e = 0; e < streams * d; ++e) sum_sq += out[q * streams * d + e] * out[q * streams * d + e];
+      for (int e = 0; e < streams * d; ++e)
+        sum_sq += out[q * streams * d + e] * out[q * streams * d + e];
       BOOST_TEST(rstd[q] == 1 / std::sqrt(sum_sq / (streams * d) + eps),
                  boost::test_tools::tolerance(1e-12));
     }

@@ -84,8 +84,10 @@ bool same_loss(const Step& a, const Step& b) {
 
 template <class T>
 void check(const char* type) {
-  const std::vector<test::Variant> variants = {
-      {"hc", {}}, {"hc", {{"hc_readout", "sum_then_norm"}}}, {"mhc", {}}, {"mhc", {{"mhc_streams", "3"}}}};
+  const std::vector<test::Variant> variants = {{"hc", {}},
+                                               {"hc", {{"hc_readout", "sum_then_norm"}}},
+                                               {"mhc", {}},
+                                               {"mhc", {{"mhc_streams", "3"}}}};
   for (const test::Variant& v : variants)
     for (Schedule schedule :
          {Schedule::plain, Schedule::skip_first, Schedule::skip_middle, Schedule::swap}) {
@@ -94,13 +96,13 @@ void check(const char* type) {
         const Step fused = run<T>(c, {.schedule = schedule});
         const Step own_pass = run<T>(c, {.fused = false, .schedule = schedule});
         BOOST_TEST(same_loss(fused, own_pass));
-        for (const Setup& other : {Setup{.schedule = schedule, .recompute = Recompute::blocks},
-                                   Setup{.schedule = schedule, .observe = true},
-                                   Setup{.schedule = schedule, .steps = 2},
-                                   Setup{.schedule = schedule,
-                                         .recompute = Recompute::blocks,
-                                         .observe = true,
-                                         .steps = 2}}) {
+        for (const Setup& other :
+             {Setup{.schedule = schedule, .recompute = Recompute::blocks},
+              Setup{.schedule = schedule, .observe = true}, Setup{.schedule = schedule, .steps = 2},
+              Setup{.schedule = schedule,
+              .recompute = Recompute::blocks,
+              .observe = true,
+              .steps = 2}}) {
           const Step step = run<T>(c, other);
           BOOST_TEST(same_loss(step, fused));
           BOOST_TEST(step.grad_bytes == fused.grad_bytes);

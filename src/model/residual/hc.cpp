@@ -234,8 +234,8 @@ class HyperConnections : public ResidualDesign<T>,
                      HcCoefficientGrads<T>{dz_.data(), dalpha_.data(), dbeta_.data(), c.t.data(),
                                            net.value(id.s_alpha), net.value(id.s_beta), n});
     // z = RMSNorm_k(H)·[W_α | W_β]: the weight and gain gradients, and ∂H added into dH.
-    normed_product_backward(ops, dH_.data(), dz_.data(), H, in.rstd, R, d,
-                            weights(net, id), gw_, dzs_, g_, dn_, combine_term);
+    normed_product_backward(ops, dH_.data(), dz_.data(), H, in.rstd, R, d, weights(net, id), gw_,
+                            dzs_, g_, dn_, combine_term);
     dstate_.swap(dH_);
   }
 

@@ -237,8 +237,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
         MhcCoefficientGrads<T>{dz_.data(), dpre_.data(), dpost_.data(), dres_logits_.data(),
                                c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
     // z = v·φ: the gradients of φ and of the norm's gain, and ∂X added into dX.
-    normed_product_backward(ops, dX_.data(), dz_.data(), X, in.rstd, rows, nd,
-                            weights(net, id), gw_, dzs_, g_, dn_, combine_term);
+    normed_product_backward(ops, dX_.data(), dz_.data(), X, in.rstd, rows, nd, weights(net, id),
+                            gw_, dzs_, g_, dn_, combine_term);
     dstate_.swap(dX_);
   }
 

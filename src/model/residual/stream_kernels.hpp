@@ -149,8 +149,8 @@ struct Mix {
 // normed_product.hpp), one norm row q (a warp on a GPU). A norm row is `streams` consecutive
 // output streams of a token, width = streams·d values: HC 1 (a row per (token, stream)), mHC n (a
 // row per token). Each lane writes its values of the row as Mix writes them, then sums their
-// squares reading back only what it has just written (a cache hit, not a pass over the state in
-// memory), so the next sublayer need not read the state for its rstd. The second loop is
+// squares reading back only what it has just written (from cache, L1 or L2, not a pass over the
+// state in DRAM), so the next sublayer need not read the state for its rstd. The second loop is
 // RowRstd's over the stored values, in its order (value e of the row at lane e mod step,
 // ascending; the same lane sum and rstd expression): on the host the same bits as RowRstd, on a
 // GPU too when d is a multiple of the warp's 32 lanes (else the lanes' shares differ at the
@@ -167,7 +167,8 @@ struct MixRstd {
     const int d = mix.d;
     T* row = mix.out + q * streams * d;
     for (int s = 0; s < streams; ++s)
-      for (int e = lanes.first(); e < d; e += lanes.step()) row[s * d + e] = mix.value(q * streams + s, e);
+      for (int e = lanes.first(); e < d; e += lanes.step())
+        row[s * d + e] = mix.value(q * streams + s, e);
     double sum_sq = 0;
     for (int s = 0; s < streams; ++s)
       for (int e = lanes.first(); e < d; e += lanes.step())

@@ -220,7 +220,7 @@ class MultiStream : public LayerMixing<T> {
 
  private:
   const int norm_streams_;
-  StreamState<T> state_;                 // the state the next sublayer reads
+  StreamState<T> state_;                // the state the next sublayer reads
   std::vector<StreamState<T>> inputs_;  // by sublayer: the state it read
   StreamReadout mode_;
   int sublayers_;
