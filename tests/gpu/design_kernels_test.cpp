@@ -151,6 +151,16 @@ BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps)
     mix_streams(cuda::cuda_memory_space(), mixed.gpu(), H.gpu(), y.gpu(), post.gpu(), mix.gpu(),
                 map, rows, n, d);
     BOOST_TEST(close("mix_streams", mixed));
+    // The mix with the next stream norm's rstd (a warp per norm row: HC a stream, mHC a token;
+    // d = 40 is no multiple of 32, so a token's row starts its streams at different lanes).
+    const int streams = map.offset ? 1 : n;
+    Pair mixed_rstd(zeros(state)), rstd(zeros(rows * n / streams));
+    mix_streams_rstd(MemorySpace::host, mixed_rstd.cpu(), rstd.cpu(), H.cpu(), y.cpu(), post.cpu(),
+                     mix.cpu(), map, rows, n, d, streams, 1e-5);
+    mix_streams_rstd(cuda::cuda_memory_space(), mixed_rstd.gpu(), rstd.gpu(), H.gpu(), y.gpu(),
+                     post.gpu(), mix.gpu(), map, rows, n, d, streams, 1e-5);
+    BOOST_TEST(close("mix_streams_rstd state", mixed_rstd));
+    BOOST_TEST(close("mix_streams_rstd rstd", rstd));
     // The two passes, and the one pass per token (MixGrads, a warp per token on the GPU).
     for (bool one_pass : {false, true}) {
       BOOST_TEST_CONTEXT((one_pass ? "one pass" : "two passes")) {

@@ -70,7 +70,8 @@ void check_against_the_unfused_norm(int64_t rows, int width, int ca, int cb, dou
   Buffer<T> gw, dzs, G, dn;
   const NormedWeights<T> w{gain.data(),  a.data(),  cb ? b.data() : nullptr, ca, cb,
                            dgain.data(), da.data(), cb ? db.data() : nullptr};
-  normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, eps, w);
+  row_rstds(MemorySpace::host, rstd.data(), x.data(), rows, width, eps);
+  normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, w);
   normed_product_backward(*ops, dx.data(), dz.data(), x.data(), rstd.data(), rows, width, w, gw,
                           dzs, G, dn);
 
@@ -135,7 +136,8 @@ void check_combine_term(int64_t tokens, int n, int d, int stride, bool per_token
     Buffer<T> gw, dzs, G, dn;
     const NormedWeights<T> w{gain.data(), a.data(),     nullptr,   m,
                              0,           dgain.data(), da.data(), nullptr};
-    normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, eps, w);
+    row_rstds(MemorySpace::host, rstd.data(), x.data(), rows, width, eps);
+    normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, w);
     dx = dx_start;
     combine_streams_backward(MemorySpace::host, dweights.data(), dx.data(), dx_in.data(), x.data(),
                              weights.data(), stride, tokens, n, d,
@@ -161,7 +163,8 @@ void check_combine_term(int64_t tokens, int n, int d, int stride, bool per_token
     Buffer<T> gw, dzs, G, dn;
     const NormedWeights<T> w{gain.data(), a.data(),     nullptr,   m,
                              0,           dgain.data(), da.data(), nullptr};
-    normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, eps, w);
+    row_rstds(MemorySpace::host, rstd.data(), x.data(), rows, width, eps);
+    normed_product_forward(*ops, z.data(), rstd.data(), gw, x.data(), rows, width, w);
     without = dx_start;
     normed_product_backward(*ops, without.data(), dz.data(), x.data(), rstd.data(), rows, width, w,
                             gw, dzs, G, dn);

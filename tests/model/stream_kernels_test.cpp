@@ -9,6 +9,9 @@
 //   the same sums in the same order, but GCC contracts a·b + c into a fused multiply-add in one
 //   loop and not in the other (stream_kernels.hpp MixGrads), so the last bit may differ: within
 //   4 units of the last place of the largest value (2⁻²² relative in float, 2⁻⁵⁰ in double).
+// - The mix with the next stream norm's rstd (MixRstd, mix_streams_rstd) against mix_streams then
+//   normed_product's row_rstds over its output, for HC's norm rows (a stream) and mHC's (a
+//   token): bit for bit.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE stream_kernels
 #include "model/residual/stream_kernels.hpp"
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "model/residual/normed_product.hpp"
 #include "ops/cpu/rmsnorm.hpp"
 #include "support/gradcheck.hpp"
 
@@ -117,7 +121,78 @@ void check_mix_backward_shapes() {
     }
 }
 
+// One shape of the mix with the rstd: the same state bits as mix_streams, and the rstd bits of
+// row_rstds over that state, for norm rows of `streams` output streams (HC: 1 with its map, mHC:
+// n with its map).
+template <class T>
+void check_mix_rstd(int64_t rows, int n, int d, bool hc) {
+  const double eps = 1e-5;
+  const StreamMapLayout map = hc ? StreamMapLayout{int64_t(n) * (n + 1), 1, n + 1, 1}
+                                 : StreamMapLayout{int64_t(n) * n, n, 1, 0};
+  const int streams = hc ? 1 : n;
+  const int64_t norm_rows = rows * n / streams;
+  const size_t state = size_t(rows) * n * d;
+  const std::vector<T> H = test::random_vector<T>(state, 41 + n, 2.0),
+                       y = test::random_vector<T>(size_t(rows) * d, 42),
+                       post = test::random_vector<T>(size_t(rows) * n, 43),
+                       mix = test::random_vector<T>(size_t(rows) * map.row, 44);
+  std::vector<T> out_ref(state), rstd_ref(norm_rows);
+  mix_streams(MemorySpace::host, out_ref.data(), H.data(), y.data(), post.data(), mix.data(), map,
+              rows, n, d);
+  row_rstds(MemorySpace::host, rstd_ref.data(), out_ref.data(), norm_rows, streams * d, eps);
+
+  std::vector<T> out(state, T(-1)), rstd(norm_rows, T(-1));
+  mix_streams_rstd(MemorySpace::host, out.data(), rstd.data(), H.data(), y.data(), post.data(),
+                   mix.data(), map, rows, n, d, streams, eps);
+  const std::string shape = "rows " + std::to_string(rows) + " n " + std::to_string(n) + " d " +
+                            std::to_string(d) + (hc ? " HC" : " mHC");
+  BOOST_TEST(same_bits(out, out_ref), "state: " << shape);
+  BOOST_TEST(same_bits(rstd, rstd_ref), "rstd: " << shape);
+}
+
+template <class T>
+void check_mix_rstd_shapes() {
+  for (int n : {1, 3, 4})
+    for (bool hc : {true, false}) {
+      check_mix_rstd<T>(37, n, 24, hc);
+      check_mix_rstd<T>(5, n, 130, hc);
+    }
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(mix_with_rstd_equals_the_mix_then_the_rstd_pass_bitwise_in_float) {
+  check_mix_rstd_shapes<float>();
+}
+
+BOOST_AUTO_TEST_CASE(mix_with_rstd_equals_the_mix_then_the_rstd_pass_bitwise_in_double) {
+  check_mix_rstd_shapes<double>();
+}
+
+// The rstd is that of the norm rows (a reference that summed the wrong rows would fail here as
+// well as the kernel): HC's per stream, mHC's over a token's n streams, from the state in double.
+BOOST_AUTO_TEST_CASE(mix_with_rstd_normalises_hc_streams_and_mhc_tokens) {
+  const int64_t rows = 3;
+  const int n = 4, d = 16;
+  const double eps = 1e-5;
+  const std::vector<double> H = test::random_vector<double>(size_t(rows) * n * d, 51, 3.0),
+                            y = test::random_vector<double>(size_t(rows) * d, 52),
+                            post = test::random_vector<double>(size_t(rows) * n, 53),
+                            mix = test::random_vector<double>(size_t(rows) * n * n, 54);
+  const StreamMapLayout map{int64_t(n) * n, n, 1, 0};
+  for (int streams : {1, n}) {
+    std::vector<double> out(H.size()), rstd(rows * n / streams);
+    mix_streams_rstd(MemorySpace::host, out.data(), rstd.data(), H.data(), y.data(), post.data(),
+                     mix.data(), map, rows, n, d, streams, eps);
+    for (size_t q = 0; q < rstd.size(); ++q) {
+      double sum_sq = 0;
+      for (int e = 0; e < streams * d; ++e)
+        sum_sq += out[q * streams * d + e] * out[q * streams * d + e];
+      BOOST_TEST(rstd[q] == 1 / std::sqrt(sum_sq / (streams * d) + eps),
+                 boost::test_tools::tolerance(1e-12));
+    }
+  }
+}
 
 BOOST_AUTO_TEST_CASE(one_pass_mix_backward_equals_the_two_passes_to_rounding_in_float) {
   check_mix_backward_shapes<float>();

@@ -95,7 +95,7 @@ class HyperConnections : public ResidualDesign<T>,
  public:
   explicit HyperConnections(const ModelConfig& c)
       : MultiStream<T>(
-            c, hc_streams(c),
+            c, hc_streams(c), /*norm_streams=*/1,
             hc_sum_then_norm(c) ? StreamReadout::sum_then_norm : StreamReadout::norm_then_sum),
         subs_(2 * c.n_layer) {}
 
@@ -160,16 +160,16 @@ class HyperConnections : public ResidualDesign<T>,
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
     c.t.resize(R * (n + 2));
-    c.stream_rstd.resize(R);
     c.alpha.resize(R * n1);
     c.beta.resize(R);
     c.x_in.resize(rows * d);
     c.u.resize(rows * d);
     c.y.resize(rows * d);
-    const T* H = this->take_input(k);
-    // [z_α | z_β] = RMSNorm_k(H)·[W_α | W_β] per stream, read from H itself (normed_product.hpp).
-    normed_product_forward(ops, c.t.data(), c.stream_rstd.data(), gw_, H, R, d,
-                           net.config().norm_eps, weights(net, id));
+    const StreamInput<T> in = this->take_input(net, k);
+    const T* H = in.H;
+    // [z_α | z_β] = RMSNorm_k(H)·[W_α | W_β] per stream, read from H itself (normed_product.hpp)
+    // with the rstd that came with H.
+    normed_product_forward(ops, c.t.data(), in.rstd, gw_, H, R, d, weights(net, id));
     // α = static_alpha + s_α·tanh(z_α), β = static_beta + s_β·tanh(z_β); t keeps the tanh.
     for_each_index(ops.space(), R,
                    HcCoefficients<T>{c.alpha.data(), c.beta.data(), c.t.data(),
@@ -185,12 +185,11 @@ class HyperConnections : public ResidualDesign<T>,
     return {c.u.data(), c.y.data()};
   }
 
-  // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y into state_; H stays in the sublayer's input.
+  // H'[j] = Σ_s α[s,j+1]·H[s] + β[j]·y into the state; H stays in the sublayer's input.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn;
     const Sublayer& c = subs_[k];
-    mix_streams(net.ops().space(), state_.data(), this->input(k), c.y.data(), c.beta.data(),
-                c.alpha.data(), alpha_map(), net.rows(), n_, net.d());
+    this->mix_into_state(net, k, c.y.data(), c.beta.data(), c.alpha.data(), alpha_map());
   }
 
   void release_block(Backbone<T>& net, int p) override {
@@ -205,7 +204,8 @@ class HyperConnections : public ResidualDesign<T>,
     Ops<T>& ops = net.ops();
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
-    const T* H = this->input(k);
+    const StreamInput<T> in = this->input(k);
+    const T* H = in.H;
     dalpha_.resize(R * n1);
     dbeta_.resize(R);
     dy_.resize(rows * d);
@@ -234,16 +234,16 @@ class HyperConnections : public ResidualDesign<T>,
                      HcCoefficientGrads<T>{dz_.data(), dalpha_.data(), dbeta_.data(), c.t.data(),
                                            net.value(id.s_alpha), net.value(id.s_beta), n});
     // z = RMSNorm_k(H)·[W_α | W_β]: the weight and gain gradients, and ∂H added into dH.
-    normed_product_backward(ops, dH_.data(), dz_.data(), H, c.stream_rstd.data(), R, d,
-                            weights(net, id), gw_, dzs_, g_, dn_, combine_term);
+    normed_product_backward(ops, dH_.data(), dz_.data(), H, in.rstd, R, d, weights(net, id), gw_,
+                            dzs_, g_, dn_, combine_term);
     dstate_.swap(dH_);
   }
 
  private:
   struct Sublayer {
     NormCache<T> pre_norm;  // its x: x_in
-    // t: the coefficient logits' tanh [rows·n, n+2]; stream_rstd: the stream norm's rstd.
-    Buffer<T> stream_rstd, t, alpha, beta, x_in, u, y;
+    // t: the coefficient logits' tanh [rows·n, n+2] (the stream norm's rstd is kept with H).
+    Buffer<T> t, alpha, beta, x_in, u, y;
   };
 
   struct Ids {
@@ -288,7 +288,6 @@ class HyperConnections : public ResidualDesign<T>,
   }
 
   using MultiStream<T>::n_;
-  using MultiStream<T>::state_;
   using MultiStream<T>::dstate_;
   using MultiStream<T>::ran_;
   using MultiStream<T>::rows_;

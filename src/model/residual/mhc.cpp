@@ -97,7 +97,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
                                  public StreamMixingSource {
  public:
   explicit ManifoldHyperConnections(const ModelConfig& c)
-      : MultiStream<T>(c, mhc_options(c).n, StreamReadout::mean_then_norm),
+      : MultiStream<T>(c, mhc_options(c).n, /*norm_streams=*/mhc_options(c).n,
+                       StreamReadout::mean_then_norm),
         opt_(mhc_options(c)),
         subs_(2 * c.n_layer) {}
 
@@ -159,7 +160,6 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
     c.z.resize(rows * m);
-    c.vec_rstd.resize(rows);
     c.pre.resize(rows * n);
     c.post.resize(rows * n);
     c.res_logits.resize(rows * nn);
@@ -167,10 +167,11 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     c.x_in.resize(rows * d);
     c.u.resize(rows * d);
     c.y.resize(rows * d);
-    const T* X = this->take_input(k);
-    // z = v·φ with v = RMSNorm_k(vec(X)), read from X itself (normed_product.hpp).
-    normed_product_forward(ops, c.z.data(), c.vec_rstd.data(), gw_, X, rows, nd,
-                           net.config().norm_eps, weights(net, id));
+    const StreamInput<T> in = this->take_input(net, k);
+    const T* X = in.H;
+    // z = v·φ with v = RMSNorm_k(vec(X)), read from X itself (normed_product.hpp) with the rstd
+    // that came with X.
+    normed_product_forward(ops, c.z.data(), in.rstd, gw_, X, rows, nd, weights(net, id));
     for_each_index(ops.space(), rows,
                    MhcCoefficients<T>{c.pre.data(), c.post.data(), c.res_logits.data(), c.z.data(),
                                       net.value(id.gates), net.value(id.bias), n});
@@ -185,12 +186,11 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     return {c.u.data(), c.y.data()};
   }
 
-  // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y into state_; X stays in the sublayer's input.
+  // X'[i] = Σ_j H_res[i][j]·X[j] + H_post[i]·y into the state; X stays in the sublayer's input.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn;
     const Sublayer& c = subs_[k];
-    mix_streams(net.ops().space(), state_.data(), this->input(k), c.y.data(), c.post.data(),
-                c.res.data(), res_map(), net.rows(), n_, net.d());
+    this->mix_into_state(net, k, c.y.data(), c.post.data(), c.res.data(), res_map());
   }
 
   void release_block(Backbone<T>& net, int p) override {
@@ -205,7 +205,8 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     Ops<T>& ops = net.ops();
     Sublayer& c = subs_[k];
     const Ids id = ids(net, p, ffn);
-    const T* X = this->input(k);
+    const StreamInput<T> in = this->input(k);
+    const T* X = in.H;
     dpre_.resize(rows * n);
     dpost_.resize(rows * n);
     dres_.resize(rows * nn);
@@ -236,16 +237,16 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
         MhcCoefficientGrads<T>{dz_.data(), dpre_.data(), dpost_.data(), dres_logits_.data(),
                                c.z.data(), c.pre.data(), c.post.data(), net.value(id.gates), n});
     // z = v·φ: the gradients of φ and of the norm's gain, and ∂X added into dX.
-    normed_product_backward(ops, dX_.data(), dz_.data(), X, c.vec_rstd.data(), rows, nd,
-                            weights(net, id), gw_, dzs_, g_, dn_, combine_term);
+    normed_product_backward(ops, dX_.data(), dz_.data(), X, in.rstd, rows, nd, weights(net, id),
+                            gw_, dzs_, g_, dn_, combine_term);
     dstate_.swap(dX_);
   }
 
  private:
   struct Sublayer {
     NormCache<T> pre_norm;  // its x: x_in
-    // vec_rstd: the n·d-wide norm's rstd; z = v·φ, the coefficient logits.
-    Buffer<T> vec_rstd, z, pre, post, res_logits, res, x_in, u, y;
+    // z = v·φ, the coefficient logits (the n·d-wide norm's rstd is kept with X).
+    Buffer<T> z, pre, post, res_logits, res, x_in, u, y;
   };
 
   struct Ids {
@@ -291,7 +292,6 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
   }
 
   using MultiStream<T>::n_;
-  using MultiStream<T>::state_;
   using MultiStream<T>::dstate_;
   using MultiStream<T>::ran_;
   using MultiStream<T>::rows_;

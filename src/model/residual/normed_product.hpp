@@ -26,7 +26,14 @@ namespace db {
 
 namespace normed_product_kernels {
 
+// RMSNorm's rstd 1/√(mean x² + eps) of a row of `width` values whose squares sum to sum_sq.
+DB_HD double rstd_from_sum_squares(double sum_sq, int width, double eps) {
+  using std::sqrt;
+  return 1.0 / sqrt(sum_sq / width + eps);
+}
+
 // RMSNorm's rstd of row r: 1/√(mean_e x[r, e]² + eps), summed as the backends' RMSNorm forward.
+// The HC/mHC mix computes it the same way from its output (stream_kernels.hpp MixRstd).
 template <class T>
 struct RowRstd {
   T* rstd;
@@ -35,11 +42,10 @@ struct RowRstd {
   double eps;
   template <class Lanes>
   DB_HD void operator()(int64_t r, const Lanes& lanes) const {
-    using std::sqrt;
     const T* xr = x + r * width;
     double sum_sq = 0;
     for (int e = lanes.first(); e < width; e += lanes.step()) sum_sq += double(xr[e]) * xr[e];
-    const T value = T(1.0 / sqrt(lanes.sum(sum_sq) / width + eps));
+    const T value = T(rstd_from_sum_squares(lanes.sum(sum_sq), width, eps));
     if (lanes.leader()) rstd[r] = value;
   }
 };
@@ -158,14 +164,20 @@ struct NormedWeights {
   int columns() const { return ca + cb; }
 };
 
-// z [rows, m] = RMSNorm(x)·W for x [rows, width]; rstd [rows] kept for the backward, gw [width, m]
-// scratch (the gain folded into W).
+// rstd [rows] = RMSNorm's rstd of each row of x [rows, width] (overwritten).
 template <class T>
-void normed_product_forward(Ops<T>& ops, T* z, T* rstd, Buffer<T>& gw, const T* x, int64_t rows,
-                            int width, double eps, const NormedWeights<T>& w) {
+void row_rstds(MemorySpace space, T* rstd, const T* x, int64_t rows, int width, double eps) {
+  for_each_row_lanes(space, rows, normed_product_kernels::RowRstd<T>{rstd, x, width, eps});
+}
+
+// z [rows, m] = RMSNorm(x)·W for x [rows, width] from x's row rstd [rows] (row_rstds, or the
+// HC/mHC mix that wrote x: stream_kernels.hpp MixRstd), which the backward reads too; gw
+// [width, m] scratch (the gain folded into W).
+template <class T>
+void normed_product_forward(Ops<T>& ops, T* z, const T* rstd, Buffer<T>& gw, const T* x,
+                            int64_t rows, int width, const NormedWeights<T>& w) {
   namespace k = normed_product_kernels;
   const int m = w.columns();
-  for_each_row_lanes(ops.space(), rows, k::RowRstd<T>{rstd, x, width, eps});
   gw.resize(size_t(width) * m);
   for_each_row_element(ops.space(), width, m,
                        k::FoldGain<T>{gw.data(), w.gain, w.a, w.b, w.ca, w.cb});

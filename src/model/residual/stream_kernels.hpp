@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/host_device.hpp"
+#include "model/residual/normed_product.hpp"
 #include "ops/launch.hpp"
 
 namespace db {
@@ -133,12 +134,48 @@ struct Mix {
   const T *H, *y, *post, *mix;
   StreamMapLayout map;
   int n, d;
-  DB_HD void operator()(int64_t ri, int e) const {
+  // The value of out[ri, e] (ri = r·n + i).
+  DB_HD T value(int64_t ri, int e) const {
     const int64_t r = ri / n;
     const int i = int(ri % n);
     T value = post[ri] * y[r * d + e];
     for (int j = 0; j < n; ++j) value += mix[map.at(r, i, j)] * H[(r * n + j) * d + e];
-    out[ri * d + e] = value;
+    return value;
+  }
+  DB_HD void operator()(int64_t ri, int e) const { out[ri * d + e] = value(ri, e); }
+};
+
+// Mix, and the rstd of the next sublayer's stream norm over its output (train.fused_kernels;
+// normed_product.hpp), one norm row q (a warp on a GPU). A norm row is `streams` consecutive
+// output streams of a token, width = streams·d values: HC 1 (a row per (token, stream)), mHC n (a
+// row per token). Each lane writes its values of the row as Mix writes them, then sums their
+// squares reading back only what it has just written (from cache, L1 or L2, not a pass over the
+// state in DRAM), so the next sublayer need not read the state for its rstd. The second loop is
+// RowRstd's over the stored values, in its order (value e of the row at lane e mod step,
+// ascending; the same lane sum and rstd expression): on the host the same bits as RowRstd, on a
+// GPU too when d is a multiple of the warp's 32 lanes (else the lanes' shares differ at the
+// streams' borders, a rounding). Computing the two in one loop would leave the bits to the
+// compiler's contraction of a·b + c into fused multiply-adds, which it decides per loop.
+template <class T>
+struct MixRstd {
+  Mix<T> mix;
+  T* rstd;
+  int streams;
+  double eps;
+  template <class Lanes>
+  DB_HD void operator()(int64_t q, const Lanes& lanes) const {
+    const int d = mix.d;
+    T* row = mix.out + q * streams * d;
+    for (int s = 0; s < streams; ++s)
+      for (int e = lanes.first(); e < d; e += lanes.step())
+        row[s * d + e] = mix.value(q * streams + s, e);
+    double sum_sq = 0;
+    for (int s = 0; s < streams; ++s)
+      for (int e = lanes.first(); e < d; e += lanes.step())
+        sum_sq += double(row[s * d + e]) * row[s * d + e];
+    const T value =
+        T(normed_product_kernels::rstd_from_sum_squares(lanes.sum(sum_sq), streams * d, eps));
+    if (lanes.leader()) rstd[q] = value;
   }
 };
 
@@ -335,6 +372,17 @@ template <class T>
 void mix_streams(MemorySpace space, T* out, const T* H, const T* y, const T* post, const T* mix,
                  StreamMapLayout map, int64_t rows, int n, int d) {
   for_each_row_element(space, rows * n, d, stream_kernels::Mix<T>{out, H, y, post, mix, map, n, d});
+}
+
+// mix_streams, and rstd[q] of each norm row q of `streams`·d output values (HC: 1, mHC: n) as
+// normed_product's RowRstd computes it from out (MixRstd); out and rstd overwritten.
+template <class T>
+void mix_streams_rstd(MemorySpace space, T* out, T* rstd, const T* H, const T* y, const T* post,
+                      const T* mix, StreamMapLayout map, int64_t rows, int n, int d, int streams,
+                      double eps) {
+  for_each_row_lanes(
+      space, rows * n / streams,
+      stream_kernels::MixRstd<T>{{out, H, y, post, mix, map, n, d}, rstd, streams, eps});
 }
 
 // Its backward from g = ∂/∂out: dy, dpost, the map entries of dmix and dH, all overwritten.

@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -91,27 +92,63 @@ normed_product_kernels::CombineInputTerm<T> combine_streams_normed_backward(Back
   return {dx, weights, stride, n, net.d()};
 }
 
+// A state [rows, n, d] and the rstd of its stream-norm rows (the next sublayer's
+// normed_product_forward reads it), which travel together: rstd_valid says that rstd holds the
+// rstd of exactly these values (computed by the mix that wrote them, or by the norm's own pass).
+// Whatever writes the values without it sets rstd_valid false.
+template <class T>
+struct StreamState {
+  Buffer<T> values, rstd;
+  bool rstd_valid = false;
+  void swap(StreamState& other) {
+    values.swap(other.values);
+    rstd.swap(other.rstd);
+    std::swap(rstd_valid, other.rstd_valid);
+  }
+};
+
+// What a sublayer reads: its input state H [rows, n, d] and the rstd of H's stream-norm rows.
+template <class T>
+struct StreamInput {
+  const T* H;
+  const T* rstd;
+};
+
 // The n-stream state for the layer loop (layer_loop.hpp): H_0 = n copies of the embedding,
 // depth states of width n·d, the readout `mode`, dx0 = Σ_s dH[s]. A design adds its sublayers,
-// which take the state they read with take_input (kept, not copied, until the backward), write
-// the new one into state_ and mark ran_ (forward), and update dstate_ (backward).
+// which take the state they read and its stream norm's rstd with take_input (kept, not copied,
+// until the backward), write the new one with mix_into_state and mark ran_ (forward), and update
+// dstate_ (backward).
+//
+// The stream norm (normed_product.hpp) has rows of norm_streams·d values: HC 1 stream (a row per
+// (token, stream)), mHC n (a row per token). Under train.fused_kernels the mix computes the rstd
+// of the state it writes (stream_kernels.hpp MixRstd), and the next sublayer uses it instead of a
+// pass of its own over the state, when it belongs to that state: not for H_0, which the first
+// sublayer's pass reads, and skipped blocks pass state and rstd on together, as the recompute's
+// restore does.
 template <class T>
 class MultiStream : public LayerMixing<T> {
  public:
-  MultiStream(const ModelConfig& c, int n, StreamReadout mode)
-      : n_(n), inputs_(2 * c.n_layer), mode_(mode), sublayers_(2 * c.n_layer) {}
+  MultiStream(const ModelConfig& c, int n, int norm_streams, StreamReadout mode)
+      : n_(n),
+        norm_streams_(norm_streams),
+        inputs_(2 * c.n_layer),
+        mode_(mode),
+        sublayers_(2 * c.n_layer) {}
 
   void begin_forward(Backbone<T>& net, const T* x0) override {
     rows_ = net.rows();
-    state_.resize(rows_ * n_ * net.d());
-    broadcast_streams(net.ops().space(), state_.data(), x0, rows_, n_, net.d());
+    state_.values.resize(rows_ * n_ * net.d());
+    broadcast_streams(net.ops().space(), state_.values.data(), x0, rows_, n_, net.d());
+    state_.rstd_valid = false;
     ran_.assign(sublayers_, false);
   }
   DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override {
-    return {state_.data(), n_ * net.d()};
+    return {state_.values.data(), n_ * net.d()};
   }
   void readout_forward(Backbone<T>& net, T* features) override {
-    stream_readout_forward(net, mode_, state_.data(), rows_, n_, features, final_norm_, reduced_);
+    stream_readout_forward(net, mode_, state_.values.data(), rows_, n_, features, final_norm_,
+                           reduced_);
   }
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
     dstate_.resize(net.rows() * n_ * net.d());
@@ -120,8 +157,9 @@ class MultiStream : public LayerMixing<T> {
   void end_backward(Backbone<T>& net, T* dx0) override {
     sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), net.rows(), n_, net.d());
   }
-  // train.recompute = blocks: block p's input is kept by its first sublayer (take_input); the
-  // restore swaps it back into state_, from where that sublayer's re-run takes it again.
+  // train.recompute = blocks: block p's input is kept by its first sublayer (take_input), with
+  // its rstd; the restore swaps both back into state_, from where that sublayer's re-run takes
+  // them again.
   void save_block_input(Backbone<T>&, int) override {}
   void restore_block_input(Backbone<T>&, int p) override { state_.swap(inputs_[2 * p]); }
   void release_block(Backbone<T>&, int p) override { inputs_[2 * p + 1] = {}; }
@@ -135,22 +173,55 @@ class MultiStream : public LayerMixing<T> {
   }
 
  protected:
-  // Sublayer k's input state H [rows, n, d], moved out of state_ (no copy); state_ is then a
-  // buffer of the same size for the sublayer's output.
-  const T* take_input(int k) {
-    inputs_[k].swap(state_);
-    state_.resize(inputs_[k].size());
-    return inputs_[k].data();
+  // Sublayer k's input state H, moved out of state_ (no copy), with the rstd of its stream-norm
+  // rows: the one handed over with it under train.fused_kernels, else from the norm's own pass
+  // over H (always under train.fused_kernels = off). state_ is then a buffer of the same size for
+  // the sublayer's output.
+  StreamInput<T> take_input(Backbone<T>& net, int k) {
+    StreamState<T>& in = inputs_[k];
+    in.swap(state_);
+    state_.values.resize(in.values.size());
+    state_.rstd_valid = false;
+    if (!(in.rstd_valid && net.fused_kernels())) {
+      in.rstd.resize(norm_rows());
+      row_rstds(net.ops().space(), in.rstd.data(), in.values.data(), norm_rows(), norm_width(net),
+                net.config().norm_eps);
+      in.rstd_valid = true;
+    }
+    return input(k);
   }
-  const T* input(int k) const { return inputs_[k].data(); }
+  StreamInput<T> input(int k) const { return {inputs_[k].values.data(), inputs_[k].rstd.data()}; }
+
+  // state_[r, i] = post[r·n + i]·y[r] + Σ_j M(r, i, j)·H[r, j] from sublayer k's input H; under
+  // train.fused_kernels with the rstd of its stream-norm rows in the same pass.
+  void mix_into_state(Backbone<T>& net, int k, const T* y, const T* post, const T* mix,
+                      StreamMapLayout map) {
+    const MemorySpace space = net.ops().space();
+    const T* H = inputs_[k].values.data();
+    if (!net.fused_kernels()) {
+      mix_streams(space, state_.values.data(), H, y, post, mix, map, rows_, n_, net.d());
+      state_.rstd_valid = false;
+      return;
+    }
+    state_.rstd.resize(norm_rows());
+    mix_streams_rstd(space, state_.values.data(), state_.rstd.data(), H, y, post, mix, map, rows_,
+                     n_, net.d(), norm_streams_, net.config().norm_eps);
+    state_.rstd_valid = true;
+  }
+
+  // The stream norm's rows: how many (for the last forward's rows) and how wide.
+  int64_t norm_rows() const { return rows_ * n_ / norm_streams_; }
+  int norm_width(const Backbone<T>& net) const { return norm_streams_ * net.d(); }
 
   const int n_;
-  Buffer<T> state_, dstate_;  // [rows, n, d]; ∂loss/∂state of the sublayer being differentiated
-  std::vector<bool> ran_;     // the sublayers the last forward ran (not skipped)
-  int64_t rows_ = 0;          // of the last forward
+  Buffer<T> dstate_;       // ∂loss/∂state [rows, n, d] of the sublayer being differentiated
+  std::vector<bool> ran_;  // the sublayers the last forward ran (not skipped)
+  int64_t rows_ = 0;       // of the last forward
 
  private:
-  std::vector<Buffer<T>> inputs_;  // by sublayer: the state it read
+  const int norm_streams_;
+  StreamState<T> state_;                // the state the next sublayer reads
+  std::vector<StreamState<T>> inputs_;  // by sublayer: the state it read
   StreamReadout mode_;
   int sublayers_;
   NormCache<T> final_norm_;
