@@ -44,14 +44,20 @@ Outputs run(cuda::AttentionPaths& paths, const AttentionShape& s, const Vec& q, 
   return out;
 }
 
-void check_cudnn_against_reference(const AttentionShape& s) {
+// q, k, v and dO of shape s, bf16-representable: every path then starts from the same values.
+struct Inputs {
+  Vec q, k, v, d_o;
+};
+Inputs random_inputs(const AttentionShape& s, uint64_t seed) {
   const size_t q_size = size_t(s.batch) * s.seq_len * s.heads * s.head_dim;
   const size_t kv_size = size_t(s.batch) * s.seq_len * s.kv_heads * s.head_dim;
-  // bf16-representable inputs: both paths then start from the same values.
-  const Vec q = rounded_bf16(random_floats(q_size, 11));
-  const Vec k = rounded_bf16(random_floats(kv_size, 12));
-  const Vec v = rounded_bf16(random_floats(kv_size, 13));
-  const Vec d_o = rounded_bf16(random_floats(q_size, 14));
+  return {rounded_bf16(random_floats(q_size, seed)), rounded_bf16(random_floats(kv_size, seed + 1)),
+          rounded_bf16(random_floats(kv_size, seed + 2)),
+          rounded_bf16(random_floats(q_size, seed + 3))};
+}
+
+void check_cudnn_against_reference(const AttentionShape& s) {
+  const auto [q, k, v, d_o] = random_inputs(s, 11);
   cuda::AttentionPaths cudnn(AttentionPath::cudnn, Precision::bf16);
   cuda::AttentionPaths reference(AttentionPath::reference, Precision::bf16);
   const Outputs fast = run(cudnn, s, q, k, v, d_o);
@@ -169,12 +175,8 @@ BOOST_AUTO_TEST_CASE(auto_moves_a_shape_to_flash_when_cudnn_fails_to_run_it) {
     BOOST_TEST_MESSAGE("flash kernel not built: nothing to fall back to");
     return;
   }
-  const size_t q_size = size_t(s.batch) * s.seq_len * s.heads * s.head_dim;
-  const size_t kv_size = size_t(s.batch) * s.seq_len * s.kv_heads * s.head_dim;
-  const Vec q = rounded_bf16(random_floats(q_size, 41));
-  const Vec k = rounded_bf16(random_floats(kv_size, 42));
-  const Vec v = rounded_bf16(random_floats(kv_size, 43));
-  const Vec d_o = rounded_bf16(random_floats(q_size, 44));
+  const auto [q, k, v, d_o] = random_inputs(s, 41);
+  const size_t q_size = q.size(), kv_size = k.size();
   cuda::AttentionPaths flash(AttentionPath::flash, Precision::bf16);
   const Outputs expected = run(flash, s, q, k, v, d_o);
 

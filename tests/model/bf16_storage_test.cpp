@@ -18,6 +18,7 @@
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
 #include "support/design_variants.hpp"
+#include "support/model_setup.hpp"
 
 using namespace db;
 
@@ -35,11 +36,7 @@ struct Step {
 Step train_step(const ModelConfig& c, ActivationDtype dtype,
                 Recompute recompute = Recompute::none) {
   Model<float> model(c, find_backend("cpu"), OpsOptions{.activation_dtype = dtype});
-  model.initialize(7);
-  std::vector<float> values = model.params().values_to_host();
-  Rng jitter(11);
-  for (float& x : values) x += float(0.05 * (jitter.uniform() - 0.5));
-  model.params().copy_values_from_host(values);
+  test::initialize_off_init(model);
   model.set_recompute(recompute);
   const int B = 2, T_len = 9;
   std::vector<int32_t> tokens(B * T_len);

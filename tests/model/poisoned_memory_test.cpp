@@ -19,6 +19,7 @@
 #include "model/model.hpp"
 #include "ops/backend.hpp"
 #include "support/design_variants.hpp"
+#include "support/model_setup.hpp"
 
 using namespace db;
 
@@ -53,11 +54,7 @@ Result<T> run(const ModelConfig& c, const OpsOptions& options, bool poisoned) {
   Result<T> r;
   {
     Model<T> model(c, find_backend("cpu"), options);
-    model.initialize(7);
-    std::vector<T> values = model.params().values_to_host();
-    Rng jitter(11);
-    for (T& x : values) x += T(0.05 * (jitter.uniform() - 0.5));
-    model.params().copy_values_from_host(values);
+    test::initialize_off_init(model);
     const int B = 2, T_len = 7;
     std::vector<int32_t> tokens(B * T_len);
     Rng rng(3);

@@ -15,6 +15,7 @@
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
 #include "support/design_variants.hpp"
+#include "support/model_setup.hpp"
 
 using namespace db;
 
@@ -34,11 +35,7 @@ struct Step {
 template <class T>
 Step train_step(const ModelConfig& c, Schedule schedule, Recompute recompute) {
   Model<T> model(c);
-  model.initialize(7);
-  std::vector<T> values = model.params().values_to_host();
-  Rng jitter(11);
-  for (T& x : values) x += T(0.05 * (jitter.uniform() - 0.5));
-  model.params().copy_values_from_host(values);
+  test::initialize_off_init(model);
   model.set_recompute(recompute);
   if (schedule == Schedule::skip) model.backbone().skip_block(1);
   if (schedule == Schedule::swap) model.backbone().swap_blocks(1, 2);

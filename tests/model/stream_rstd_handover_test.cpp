@@ -19,6 +19,7 @@
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "support/design_variants.hpp"
+#include "support/model_setup.hpp"
 
 using namespace db;
 
@@ -51,11 +52,7 @@ std::vector<int32_t> tokens(const ModelConfig& c, uint64_t seed) {
 template <class T>
 Step run(const ModelConfig& c, const Setup& s) {
   Model<T> model(c);
-  model.initialize(7);
-  std::vector<T> values = model.params().values_to_host();
-  Rng jitter(11);
-  for (T& x : values) x += T(0.05 * (jitter.uniform() - 0.5));
-  model.params().copy_values_from_host(values);
+  test::initialize_off_init(model);
   model.backbone().set_fused_kernels(s.fused);
   model.set_recompute(s.recompute);
   if (s.schedule == Schedule::skip_first) model.backbone().skip_block(0);
