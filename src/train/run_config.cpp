@@ -249,8 +249,9 @@ std::vector<Key> keys_of(RunConfig& c) {
        [&c] { return c.activation_dtype; }},
       {"train.fused_kernels",
        "on | off: run the memory-bound pairs the model has a fused op for as one kernel (the "
-       "residual add with the next norm, the HC/mHC combine with its norm and their backward "
-       "passes, the AttnRes depth softmax in one read of its sources, QK-norm with RoPE); "
+       "residual add with the next norm (with Sandwich-LN's branch norm), the HC/mHC combine "
+       "with its norm, their mix with the next norm's statistics and their backward passes, the "
+       "AttnRes depth softmax in one read of its sources, QK-norm with RoPE); "
        "off: the separate ops, the same math",
        [&c](const std::string& t) {
          parse_fused_kernels(t);  // a bad value fails here, before anything runs
