@@ -165,26 +165,31 @@ class SublayerStack : public SingleStream<T> {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
-    dz_.resize(count);
-    dy_.resize(count);
     du_.resize(count);
-    if (!f.out_norm.empty()) {  // dz = ∂/∂(α·x + branch)
+    // dz = ∂/∂(α·x + branch): N_out's backward, or without N_out ∂/∂x' itself, read where it is
+    // (dx_, which becomes α·dz in place once the core's backward has read it).
+    const T* dz = dx_.data();
+    if (!f.out_norm.empty()) {
+      dz_.resize(count);
       const int gain = net.block_param(p, f.out_norm);
       if (f.out_layernorm)
         net.layernorm_backward(gain, dx_.data(), dz_.data(), c.out, rows, net.d());
       else
         net.rmsnorm_backward(gain, dx_.data(), dz_.data(), c.out, rows, net.d());
-    } else {
-      net.ops().copy(dz_.data(), dx_.data(), count);
+      dz = dz_.data();
     }
-    const T* dy = dz_.data();
+    const T* dy = dz;
     if (!f.branch_norm.empty()) {
-      net.rmsnorm_backward(net.block_param(p, f.branch_norm), dz_.data(), dy_.data(), c.branch,
-                           rows, net.d());
+      dy_.resize(count);
+      net.rmsnorm_backward(net.block_param(p, f.branch_norm), dz, dy_.data(), c.branch, rows,
+                           net.d());
       dy = dy_.data();
     }
     core_.backward(net, p, ffn, dy, du_.data());
-    net.ops().axpby(dx_.data(), T(f.alpha), dz_.data(), T(0), count);  // dx = α·dz
+    if (f.out_norm.empty())
+      scale_into(net.ops(), dx_.data(), f.alpha, count);  // dx = α·dz
+    else
+      net.ops().axpby(dx_.data(), T(f.alpha), dz_.data(), T(0), count);  // dx = α·dz
     if (!f.in_norm.empty()) {
       scale_into(net.ops(), du_.data(), f.in_scale, count);
       net.rmsnorm_backward(net.block_param(p, f.in_norm), du_.data(), dx_.data(), c.in, rows,
