@@ -132,7 +132,6 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     zeroed(dh_, K_ + 1, count);
     zeroed(dgroup_, groups, count);
     zeroed(dpartial_, S_ > 1 ? groups : 0, count);
-    dy_.resize(count);
     net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dh_[K_].data(), final_norm_,
                          net.rows(), net.d());
   }
@@ -142,14 +141,20 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn, g = k / S_;
     const int64_t count = net.rows() * net.d();
-    // y_k reaches later consumers through its group's sum and through partial sums.
-    net.ops().copy(dy_.data(), dgroup_[g].data(), count);
-    if (!dpartial_.empty()) add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
+    // y_k reaches later consumers through its group's sum and through partial sums (Block
+    // AttnRes); in groups of one (Full AttnRes) the group's gradient is y_k's, read where it is.
+    const T* dy = dgroup_[g].data();
+    if (!dpartial_.empty()) {
+      dy_.resize(count);
+      net.ops().copy(dy_.data(), dgroup_[g].data(), count);
+      add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
+      dy = dy_.data();
+    }
     du_.resize(count);
     if (ffn)
-      net.ffn_backward(p, dy_.data(), du_.data());
+      net.ffn_backward(p, dy, du_.data());
     else
-      net.attention_backward(p, dy_.data(), du_.data());
+      net.attention_backward(p, dy, du_.data());
     const int gain = net.block_param(p, ffn ? "ffn_norm" : "attn_norm");
     net.rmsnorm_backward(gain, du_.data(), dh_[k].data(), pre_norm_[k], net.rows(), net.d(),
                          /*accumulate_dx=*/true);
