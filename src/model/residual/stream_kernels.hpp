@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/device_unroll.hpp"
 #include "core/host_device.hpp"
 #include "model/residual/normed_product.hpp"
 #include "ops/launch.hpp"
@@ -227,14 +228,6 @@ struct MixCoefficientGrads {
 // local memory. Beyond it mix_streams_backward runs the two passes above.
 inline constexpr int kMaxMixGradStreams = 4;
 
-// Unrolls the fixed-length loops of MixGrads on the GPU, so that its small arrays are registers
-// (indexed by constants), not local memory. The host compiler decides for itself.
-#if defined(__CUDA_ARCH__)
-#define DB_STREAM_UNROLL _Pragma("unroll")
-#else
-#define DB_STREAM_UNROLL
-#endif
-
 // MixValueGrads and MixCoefficientGrads in one pass over token r (a warp on a GPU; n ≤
 // kMaxMixGradStreams): each g[r, i, e] is read once for dy, dH, dpost and dmix, and H[r, j, e]
 // and y[r, e] once for the n + n² dot products, which each lane sums side by side. Every value
@@ -256,11 +249,11 @@ struct MixGrads {
     const T* Hr = H + r * n * d;
     T p[N], m[N][N];                   // post_i and M(r, i, j)
     double dp[N] = {}, dm[N][N] = {};  // this lane's part of dpost_i and of dmix at M(r, i, j)
-    DB_STREAM_UNROLL
+    DB_DEVICE_UNROLL
     for (int i = 0; i < N; ++i) {
       if (i >= n) break;
       p[i] = post[r * n + i];
-      DB_STREAM_UNROLL
+      DB_DEVICE_UNROLL
       for (int j = 0; j < N; ++j) {
         if (j >= n) break;
         m[i][j] = mix[map.at(r, i, j)];
@@ -268,48 +261,48 @@ struct MixGrads {
     }
     for (int e = lanes.first(); e < d; e += lanes.step()) {
       T gi[N];
-      DB_STREAM_UNROLL
+      DB_DEVICE_UNROLL
       for (int i = 0; i < N; ++i) {
         if (i >= n) break;
         gi[i] = gr[i * d + e];
       }
       T sum = T(0);
-      DB_STREAM_UNROLL
+      DB_DEVICE_UNROLL
       for (int i = 0; i < N; ++i) {
         if (i >= n) break;
         sum += p[i] * gi[i];
       }
       dy[r * d + e] = sum;
       const T ye = y[r * d + e];
-      DB_STREAM_UNROLL
+      DB_DEVICE_UNROLL
       for (int i = 0; i < N; ++i) {
         if (i >= n) break;
         dp[i] += double(gi[i]) * ye;
       }
-      DB_STREAM_UNROLL
+      DB_DEVICE_UNROLL
       for (int j = 0; j < N; ++j) {
         if (j >= n) break;
         T dh = T(0);
-        DB_STREAM_UNROLL
+        DB_DEVICE_UNROLL
         for (int i = 0; i < N; ++i) {
           if (i >= n) break;
           dh += m[i][j] * gi[i];
         }
         dH[(r * n + j) * d + e] = dh;
         const T hj = Hr[j * d + e];
-        DB_STREAM_UNROLL
+        DB_DEVICE_UNROLL
         for (int i = 0; i < N; ++i) {
           if (i >= n) break;
           dm[i][j] += double(gi[i]) * hj;
         }
       }
     }
-    DB_STREAM_UNROLL
+    DB_DEVICE_UNROLL
     for (int i = 0; i < N; ++i) {
       if (i >= n) break;
       const T value = T(lanes.sum(dp[i]));
       if (lanes.leader()) dpost[r * n + i] = value;
-      DB_STREAM_UNROLL
+      DB_DEVICE_UNROLL
       for (int j = 0; j < N; ++j) {
         if (j >= n) break;
         const T coefficient = T(lanes.sum(dm[i][j]));
@@ -318,8 +311,6 @@ struct MixGrads {
     }
   }
 };
-
-#undef DB_STREAM_UNROLL
 
 }  // namespace stream_kernels
 
