@@ -9,6 +9,10 @@
 namespace db {
 
 constexpr int64_t kRowsPerChunk = 64;
+// Rows per chunk of a per-row reduction on a GPU, where one warp takes a chunk
+// (ops/cuda/launch.cuh for_each_row_sum_lanes): short, so that a few thousand rows fill the GPU.
+// Here too for the host's emulation of that launch (tests/support/emulated_warp.hpp).
+constexpr int64_t kRowsPerWarpChunk = 8;
 
 inline int64_t chunk_count(int64_t rows) {
   return (rows + kRowsPerChunk - 1) / kRowsPerChunk;

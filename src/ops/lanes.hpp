@@ -10,9 +10,24 @@
 // GPU a warp shares the row (WarpLanes, ops/cuda/kernel_util.cuh), its 32 threads reading a
 // row side by side.
 #pragma once
+#include "core/device_unroll.hpp"
 #include "core/host_device.hpp"
 
 namespace db {
+
+// The threads of a GPU warp, and the order in which they add their partials (warp_sum in
+// ops/cuda/kernel_util.cuh, behind WarpLanes::sum): a butterfly, where at offsets 16, 8, 4, 2, 1
+// each lane adds the value of the lane whose id differs in that bit, v = v + partner(v, offset).
+// Written once here so that the host's emulation of a warp (tests/support/emulated_warp.hpp)
+// adds in the GPU's order; partner(v, offset) is the shuffle there, an exchange between threads
+// here.
+inline constexpr int kWarpLanes = 32;
+template <class V, class Partner>
+DB_HD V butterfly_sum(V v, const Partner& partner) {
+  DB_DEVICE_UNROLL
+  for (int offset = kWarpLanes / 2; offset > 0; offset >>= 1) v += partner(v, offset);
+  return v;
+}
 
 struct HostLanes {
   static constexpr int kCount = 1;

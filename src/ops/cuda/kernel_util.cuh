@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ops/cuda/types.hpp"
+#include "ops/lanes.hpp"
 
 // for (i = this thread's first index; i < count; i += all threads of the grid)
 #define DB_GRID_STRIDE_LOOP(i, count)                                           \
@@ -32,15 +33,14 @@ __device__ __forceinline__ bf16 from_float<bf16>(float x) {
 
 template <class V>  // float, or double where a reduction mirrors the CPU's double accumulators
 __device__ __forceinline__ V warp_sum(V v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
+  return butterfly_sum(
+      v, [](V value, int offset) { return __shfl_xor_sync(0xffffffffu, value, offset); });
 }
 // The lanes of a warp sharing one row (ops/lanes.hpp; HostLanes is the host's one lane).
 // Host-callable so that the shared __host__ __device__ bodies compile for both sides; only the
 // device side runs.
 struct WarpLanes {
-  static constexpr int kCount = 32;
+  static constexpr int kCount = kWarpLanes;
   __host__ __device__ int first() const {
 #if defined(__CUDA_ARCH__)
     return threadIdx.x & 31;

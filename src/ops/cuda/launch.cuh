@@ -72,8 +72,6 @@ __global__ void add_partials_kernel(SumTargets<T> targets, const double* partial
 using cuda::detail::WarpLanes;
 
 constexpr int kWarpsPerBlock = kThreads / 32;
-// Rows per warp in for_each_row_sum_lanes: short, so that a few thousand rows fill the GPU.
-constexpr int64_t kRowsPerWarpChunk = 8;
 
 inline unsigned blocks_for_warps(int64_t warps) {
   return blocks_for(warps * 32);
