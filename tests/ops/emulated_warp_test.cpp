@@ -138,68 +138,47 @@ BOOST_AUTO_TEST_CASE(emulated_row_sums_add_the_gpus_chunks_in_order) {
 
 namespace {
 
-// MoDA's depth merge forward and backward for every (token, head) of shape s, with the lanes
-// `run` gives (run(body) calls body(lanes) on every lane), A the accumulator type.
-template <class T>
-struct ModaResults {
-  std::vector<T> o, lse, dq, d_depth_k, d_depth_v;
-};
-
-template <class A, class T, class Run>
-ModaResults<T> merge(const ModaShape& s, uint64_t seed, const Run& run) {
+// MoDA's depth merge, forward then backward, on every (token, head) of shape s: a row of the
+// launch is an item of the GPU kernels (ops/cuda/moda_depth_merge.cu: a warp per item). A: the
+// accumulator type (the GPU's: float).
+template <class A, class T, class Rows>
+Results<T> moda_merge_results(const ModaShape& s, const Rows& launch) {
   const int64_t rows = s.batch * s.seq_len;
   const size_t q_size = size_t(rows) * s.heads * s.head_dim,
                depth_size = size_t(rows) * s.depth_stride * s.kv_heads * s.head_dim;
-  const std::vector<T> q = random_vector<T>(q_size, seed),
-                       depth_k = random_vector<T>(depth_size, seed + 1),
-                       depth_v = random_vector<T>(depth_size, seed + 2),
-                       d_o = random_vector<T>(q_size, seed + 3);
-  ModaResults<T> out{random_vector<T>(q_size, seed + 4),
-                     random_vector<T>(size_t(rows) * s.heads, seed + 5),
-                     random_vector<T>(q_size, seed + 6), random_vector<T>(depth_size, seed + 7),
-                     random_vector<T>(depth_size, seed + 8)};
-  run([&](const auto& lanes) {
-    for (int64_t n = 0; n < rows; ++n)
-      for (int h = 0; h < s.heads; ++h)
-        moda_merge::forward_row<A>(out.o.data(), out.lse.data(), q.data(), depth_k.data(),
-                                   depth_v.data(), s, n, h, lanes);
+  const std::vector<T> q = random_vector<T>(q_size, 60), k = random_vector<T>(depth_size, 61),
+                       v = random_vector<T>(depth_size, 62), d_o = random_vector<T>(q_size, 63);
+  std::vector<T> o = random_vector<T>(q_size, 64), lse = random_vector<T>(rows * s.heads, 65),
+                 dq = random_vector<T>(q_size, 66), dk = random_vector<T>(depth_size, 67),
+                 dv = random_vector<T>(depth_size, 68);
+  launch.lanes(rows * s.heads, [&](int64_t item, const auto& lanes) {
+    moda_merge::forward_row<A>(o.data(), lse.data(), q.data(), k.data(), v.data(), s,
+                               item / s.heads, int(item % s.heads), lanes);
   });
-  run([&](const auto& lanes) {
-    for (int64_t n = 0; n < rows; ++n)
-      for (int g = 0; g < s.kv_heads; ++g)
-        moda_merge::backward_row<A>(out.dq.data(), out.d_depth_k.data(), out.d_depth_v.data(),
-                                    d_o.data(), out.o.data(), out.lse.data(), q.data(),
-                                    depth_k.data(), depth_v.data(), s, n, g, lanes);
+  launch.lanes(rows * s.kv_heads, [&](int64_t item, const auto& lanes) {
+    moda_merge::backward_row<A>(dq.data(), dk.data(), dv.data(), d_o.data(), o.data(), lse.data(),
+                                q.data(), k.data(), v.data(), s, item / s.kv_heads,
+                                int(item % s.kv_heads), lanes);
   });
-  return out;
-}
-
-template <class A, class T>
-void check_moda_merge(int head_dim) {
-  const ModaShape s{1, 2, 4, 2, head_dim, 3, 4};
-  const auto on_host = [](const auto& body) { body(HostLanes{}); };
-  const auto on_warp = [](const auto& body) { run_on_emulated_warp(body); };
-  const ModaResults<T> host = merge<A, T>(s, 60, on_host), warp = merge<A, T>(s, 60, on_warp),
-                       again = merge<A, T>(s, 60, on_warp);
-  // The longest sum is a dot product over the head dim; o and the gradients pass through exp.
-  const double tolerance = reorder_tolerance<T, A>(head_dim);
-  const std::string shape = std::to_string(sizeof(A) * 8) + "-bit, hd " + std::to_string(head_dim);
-  check_agreement("moda merge o, " + shape, warp.o, host.o, tolerance);
-  check_agreement("moda merge lse, " + shape, warp.lse, host.lse, tolerance);
-  check_agreement("moda merge dq, " + shape, warp.dq, host.dq, tolerance);
-  check_agreement("moda merge d_depth_k, " + shape, warp.d_depth_k, host.d_depth_k, tolerance);
-  check_agreement("moda merge d_depth_v, " + shape, warp.d_depth_v, host.d_depth_v, tolerance);
-  BOOST_TEST((same_bits(warp.o, again.o) && same_bits(warp.lse, again.lse) &&
-              same_bits(warp.dq, again.dq) && same_bits(warp.d_depth_k, again.d_depth_k) &&
-              same_bits(warp.d_depth_v, again.d_depth_v)),
-             "a second run: the same bits, " << shape);
+  return {{"moda merge o", o},
+          {"moda merge lse", lse},
+          {"moda merge dq", dq},
+          {"moda merge d_depth_k", dk},
+          {"moda merge d_depth_v", dv}};
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(moda_depth_merge_on_a_warp_agrees_with_one_lane) {
   for (int head_dim : {1, 5, 31, 32, 33, 100, 128, 255, moda_merge::kMaxHeadDim}) {
-    check_moda_merge<double, double>(head_dim);
-    check_moda_merge<float, float>(head_dim);
+    // The longest sums are the dot products over the head dim.
+    const std::string shape = "hd " + std::to_string(head_dim);
+    const ModaShape s{1, 2, 4, 2, head_dim, 3, 4};
+    check_on_warp<double>(
+        "64-bit, " + shape, reorder_tolerance<double, double>(head_dim),
+        [&](const auto& rows) { return moda_merge_results<double, double>(s, rows); });
+    check_on_warp<float>(
+        "32-bit, " + shape, reorder_tolerance<float, float>(head_dim),
+        [&](const auto& rows) { return moda_merge_results<float, float>(s, rows); });
   }
 }

@@ -3,8 +3,8 @@
 // "source i kept by lane i mod 32" logic, the leader-only writes and the warp sums. 32
 // std::threads, one per lane, run a functor with EmulatedWarpLanes, which has WarpLanes'
 // interface (ops/cuda/kernel_util.cuh) and its sum: the butterfly of ops/lanes.hpp, the very
-// function warp_sum runs, with the shuffle replaced by an exchange between the threads, so the
-// sum of the same per-lane partials has the GPU's bits.
+// function warp_sum runs, its shuffles answered from the partials the lanes exchange (one
+// barrier per sum), so the sum of the same per-lane partials has the GPU's bits.
 //
 // The launches are those of ops/cuda/launch.cuh: emulated_row_lanes runs f(r, lanes) for every
 // row (for_each_row_lanes: a warp per row), emulated_row_sum_lanes mirrors for_each_row_sum_lanes
@@ -20,11 +20,16 @@
 // compiler's contraction of a·b + c (nvcc and GCC decide it each on their own).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <barrier>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -37,47 +42,7 @@
 
 namespace db::test {
 
-// What the lanes of one emulated warp share: a barrier, and the values they exchange.
-class EmulatedWarp {
- public:
-  // Lane `lane`'s value v replaced by that of lane `lane` ^ offset, as __shfl_xor_sync(full mask,
-  // v, offset). Every lane must call it at the same point (the GPU's warp-synchronous shuffle);
-  // a lane that has not (left early, or is at another exchange) is recorded as a divergence.
-  template <class V>
-  V exchange(int lane, V v, int offset) {
-    static_assert(std::is_arithmetic_v<V> && sizeof(V) <= sizeof(uint64_t),
-                  "a shuffle moves a scalar of at most 8 bytes");
-    // Two sets of slots, used in turn: a lane writes its next value while its partner may still
-    // be reading the last one, never the one before (it has passed the barrier since).
-    const uint64_t at = count_[lane]++;
-    Slot& mine = slots_[at % 2][lane];
-    mine.exchange = at;
-    mine.offset = offset;
-    std::memcpy(&mine.value, &v, sizeof v);
-    barrier_.arrive_and_wait();
-    const Slot& theirs = slots_[at % 2][lane ^ offset];
-    if (theirs.exchange != at || theirs.offset != offset) diverged_ = true;
-    V partner;
-    std::memcpy(&partner, &theirs.value, sizeof partner);
-    return partner;
-  }
-
-  // Runs body(lanes) on one thread per lane and waits for them; rethrows the first exception of a
-  // lane, then reports a divergence.
-  template <class Body>
-  void run(const Body& body);
-
- private:
-  struct Slot {
-    uint64_t exchange = ~uint64_t(0);
-    int offset = 0;
-    uint64_t value = 0;
-  };
-  std::barrier<> barrier_{kWarpLanes};
-  Slot slots_[2][kWarpLanes];
-  uint64_t count_[kWarpLanes] = {};  // each lane's exchanges so far
-  std::atomic<bool> diverged_{false};
-};
+class EmulatedWarp;
 
 // WarpLanes' interface (ops/lanes.hpp) for one lane of an emulated warp.
 struct EmulatedWarpLanes {
@@ -88,39 +53,148 @@ struct EmulatedWarpLanes {
   int step() const { return kCount; }
   bool leader() const { return lane == 0; }
   template <class A>
-  A sum(A part) const {
-    return butterfly_sum(part, [this](A v, int offset) { return warp->exchange(lane, v, offset); });
-  }
+  A sum(A part) const;
 };
 
-template <class Body>
-void EmulatedWarp::run(const Body& body) {
-  std::exception_ptr errors[kWarpLanes];
-  std::vector<std::thread> lanes;
-  for (int lane = 0; lane < kWarpLanes; ++lane)
-    lanes.emplace_back([&, lane] {
-      try {
-        body(EmulatedWarpLanes{lane, this});
-      } catch (...) {
-        errors[lane] = std::current_exception();
-      }
-      barrier_.arrive_and_drop();  // the lanes still running exchange without this one
-    });
-  for (std::thread& t : lanes) t.join();
-  for (const std::exception_ptr& e : errors)
+// The 32 lane threads, started once and given one body after another, and what they share
+// while they run one: a barrier, and the partials of the current sum.
+class EmulatedWarp {
+ public:
+  EmulatedWarp() {
+    for (int lane = 0; lane < kWarpLanes; ++lane)
+      threads_.emplace_back([this, lane] { serve(lane); });
+  }
+  ~EmulatedWarp() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  // Runs body(lanes) on every lane and waits for them; rethrows the first exception of a lane,
+  // then reports lanes that summed unevenly.
+  void run(const std::function<void(const EmulatedWarpLanes&)>& body);
+
+  // Every lane's partial of a sum, `v` being lane `lane`'s: the registers that the GPU's shuffles
+  // read. Every lane must call it at the same point (the shuffles are warp-synchronous); a lane
+  // that has not (left early, or is at another sum) is recorded as a divergence.
+  template <class V>
+  std::array<V, kWarpLanes> gather(int lane, V v);
+
+ private:
+  void serve(int lane);
+
+  struct Slot {
+    uint64_t sum = ~uint64_t(0);  // which of the lane's sums
+    uint64_t value = 0;
+  };
+  std::mutex mutex_;
+  std::condition_variable start_, done_;
+  uint64_t runs_ = 0;  // bodies given so far
+  int running_ = 0;    // lanes still in the current body
+  bool stopping_ = false;
+  const std::function<void(const EmulatedWarpLanes&)>* body_ = nullptr;
+  std::exception_ptr errors_[kWarpLanes];
+  std::optional<std::barrier<>> barrier_;  // fresh for each body: a lane that ends drops out
+  Slot slots_[2][kWarpLanes];
+  uint64_t sums_[kWarpLanes] = {};  // each lane's sums in the current body
+  std::atomic<bool> diverged_{false};
+  std::vector<std::thread> threads_;  // last: started once the rest is constructed
+};
+
+inline void EmulatedWarp::serve(int lane) {
+  uint64_t served = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      start_.wait(lock, [&] { return stopping_ || runs_ != served; });
+      if (stopping_) return;
+      served = runs_;
+    }
+    try {
+      (*body_)(EmulatedWarpLanes{lane, this});
+    } catch (...) {
+      errors_[lane] = std::current_exception();
+    }
+    barrier_->arrive_and_drop();  // the lanes still running sum without this one
+    std::lock_guard lock(mutex_);
+    if (--running_ == 0) done_.notify_one();
+  }
+}
+
+inline void EmulatedWarp::run(const std::function<void(const EmulatedWarpLanes&)>& body) {
+  {
+    std::lock_guard lock(mutex_);
+    body_ = &body;
+    barrier_.emplace(kWarpLanes);
+    for (int lane = 0; lane < kWarpLanes; ++lane) {
+      errors_[lane] = nullptr;
+      sums_[lane] = 0;
+      slots_[0][lane] = slots_[1][lane] = Slot{};
+    }
+    diverged_ = false;
+    running_ = kWarpLanes;
+    ++runs_;
+  }
+  start_.notify_all();
+  {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return running_ == 0; });
+  }
+  for (const std::exception_ptr& e : errors_)
     if (e) std::rethrow_exception(e);
   const bool even =
-      std::all_of(count_, count_ + kWarpLanes, [&](uint64_t c) { return c == count_[0]; });
+      std::all_of(sums_, sums_ + kWarpLanes, [&](uint64_t c) { return c == sums_[0]; });
   if (diverged_ || !even)
     throw std::logic_error(
         "emulated warp: its lanes called sum() at different points (a GPU warp would hang or "
         "add stale values)");
 }
 
-// body(lanes) on a fresh emulated warp.
+template <class V>
+std::array<V, kWarpLanes> EmulatedWarp::gather(int lane, V v) {
+  static_assert(std::is_arithmetic_v<V> && sizeof(V) <= sizeof(uint64_t),
+                "a shuffle moves a scalar of at most 8 bytes");
+  // Two sets of slots, used in turn: a lane writes its next partial while the others may still
+  // be reading the last ones, never the ones before (they have passed the barrier since).
+  const uint64_t at = sums_[lane]++;
+  Slot(&slots)[kWarpLanes] = slots_[at % 2];
+  slots[lane].sum = at;
+  std::memcpy(&slots[lane].value, &v, sizeof v);
+  barrier_->arrive_and_wait();
+  std::array<V, kWarpLanes> all;
+  for (int l = 0; l < kWarpLanes; ++l) {
+    if (slots[l].sum != at) diverged_ = true;
+    std::memcpy(&all[l], &slots[l].value, sizeof(V));
+  }
+  return all;
+}
+
+// sum runs butterfly_sum itself, warp_sum's loop: its shuffle of offset o returns the value that
+// lane ^ o holds at that step, which this lane follows for all 32 lanes from the gathered
+// partials (at each step every lane adds its partner's value, v + partner, as butterfly_sum
+// does; checked against this lane's own value at every step).
+template <class A>
+A EmulatedWarpLanes::sum(A part) const {
+  std::array<A, kWarpLanes> values = warp->gather(lane, part);
+  return butterfly_sum(part, [&](A v, int offset) {
+    if (std::memcmp(&v, &values[lane], sizeof v) != 0)
+      throw std::logic_error("emulated warp: butterfly_sum no longer adds v + partner");
+    const A partner = values[lane ^ offset];
+    std::array<A, kWarpLanes> next;
+    for (int l = 0; l < kWarpLanes; ++l) next[l] = values[l] + values[l ^ offset];
+    values = next;
+    return partner;
+  });
+}
+
+// body(lanes) on every lane of an emulated warp (one for the whole test program: its threads are
+// started once).
 template <class Body>
 void run_on_emulated_warp(const Body& body) {
-  EmulatedWarp warp;
+  static EmulatedWarp warp;
   warp.run(body);
 }
 

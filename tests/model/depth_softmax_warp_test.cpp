@@ -1,0 +1,156 @@
+// The AttnRes depth softmax functors (depth_softmax.hpp: Forward, OnePassForward, Backward,
+// OnePassBackward) on an emulated 32-lane warp (support/emulated_warp.hpp: the GPU's lane
+// striding, per-lane register arrays of D/32 values and logits of source i kept by lane i mod 32,
+// the warp-sum butterfly, for_each_row_sum_lanes' chunks) against their run on the host's one
+// lane, dispatched as depth_softmax_forward and depth_softmax_backward dispatch them (source
+// capacity 16, 64 or 256; the one-pass functors up to kMaxOnePassWidth, the two passes beyond),
+// in float and double:
+// - widths below, at and above 32, not multiples of 32, at and just above each row capacity (1024,
+//   and 2048 in float), for 3 sources; 1, 31, 32, 33, 64 and 65 sources (lane i mod 32 keeps
+//   logit i; the three capacities) at d = 33; and more rows than a GPU warp's chunk of the
+//   row sums;
+// - every result agrees to rounding (support/lane_agreement.hpp reorder_tolerance over d), a
+//   second run on the warp gives the same bits, and on the warp as on the host the one-pass
+//   forward's rstd is the two passes' bit for bit (the same sums in the same order).
+// Built without contraction of a·b + c (tests.cmake).
+#define BOOST_TEST_DYN_LINK
+#define BOOST_TEST_MODULE depth_softmax_warp
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "model/residual/depth_softmax.hpp"
+#include "support/gradcheck.hpp"
+#include "support/lane_agreement.hpp"
+
+using namespace db;
+using namespace db::test;
+using namespace db::depth_softmax_kernels;
+
+namespace {
+
+template <class T>
+struct Inputs {
+  DepthMixShape shape;
+  std::vector<std::vector<T>> sources;
+  std::vector<T> query, key_gain, dh;
+  Inputs(int64_t rows, int d, int m) : shape{rows, d, m, 1e-5} {
+    for (int i = 0; i < m; ++i) sources.push_back(random_vector<T>(rows * d, 100 + i));
+    query = random_vector<T>(d, 1, 0.3);
+    key_gain = random_vector<T>(d, 2, 0.2);
+    for (T& g : key_gain) g += T(1);
+    dh = random_vector<T>(rows * d, 3);
+  }
+  std::vector<const T*> source_pointers() const {
+    std::vector<const T*> out;
+    for (const std::vector<T>& v : sources) out.push_back(v.data());
+    return out;
+  }
+};
+
+// depth_softmax_forward's dispatch, on `launch`: h, weights, rstd.
+template <class T, class Rows>
+Results<T> forward_results(const Inputs<T>& in, bool one_pass, const Rows& launch) {
+  const DepthMixShape& s = in.shape;
+  std::vector<T> h(s.rows * s.d), weights(s.rows * s.sources), rstd(s.rows * s.sources);
+  with_source_capacity(s.sources, [&](auto capacity) {
+    constexpr int M = decltype(capacity)::value;
+    const PointerList<const T*, M> list(in.source_pointers());
+    const bool ran_one_pass =
+        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
+          constexpr int D = decltype(width)::value;
+          launch.lanes(s.rows, OnePassForward<T, M, D>{h.data(), weights.data(), rstd.data(), list,
+                                                       in.query.data(), in.key_gain.data(), s.d,
+                                                       s.sources, s.eps});
+        });
+    if (!ran_one_pass)
+      launch.lanes(s.rows,
+                   Forward<T, M>{h.data(), weights.data(), rstd.data(), list, in.query.data(),
+                                 in.key_gain.data(), s.d, s.sources, s.eps});
+  });
+  const std::string name = one_pass ? "one-pass forward " : "two-pass forward ";
+  return {{name + "h", h}, {name + "weights", weights}, {name + "rstd", rstd}};
+}
+
+// depth_softmax_backward's dispatch, on `launch`, from the forward's results `fwd` (h, weights,
+// rstd): the source gradients (added to random values), dquery and dkey_gain (likewise).
+template <class T, class Rows>
+Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one_pass,
+                            const Rows& launch) {
+  const DepthMixShape& s = in.shape;
+  std::vector<std::vector<T>> dsources;
+  std::vector<T*> dsource_pointers;
+  for (int i = 0; i < s.sources; ++i) {
+    dsources.push_back(random_vector<T>(s.rows * s.d, 200 + i));
+    dsource_pointers.push_back(dsources.back().data());
+  }
+  std::vector<T> dquery = random_vector<T>(s.d, 4), dkey_gain = random_vector<T>(s.d, 5);
+  const T *h = fwd[0].values.data(), *weights = fwd[1].values.data(), *rstd = fwd[2].values.data();
+  SumTargets<T> targets;
+  targets.add(dquery.data(), s.d).add(dkey_gain.data(), s.d);
+  with_source_capacity(s.sources, [&](auto capacity) {
+    constexpr int M = decltype(capacity)::value;
+    const PointerList<T*, M> grads(dsource_pointers);
+    const PointerList<const T*, M> values(in.source_pointers());
+    const bool ran_one_pass =
+        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
+          constexpr int D = decltype(width)::value;
+          launch.sum_lanes(
+              s.rows, targets,
+              OnePassBackward<T, M, D>{grads, values, in.dh.data(), h, weights, rstd,
+                                       in.query.data(), in.key_gain.data(), s.d, s.sources});
+        });
+    if (!ran_one_pass)
+      launch.sum_lanes(s.rows, targets,
+                       Backward<T, M>{grads, values, in.dh.data(), weights, rstd, in.query.data(),
+                                      in.key_gain.data(), s.d, s.sources});
+  });
+  std::vector<T> all_dsources;
+  for (const std::vector<T>& g : dsources)
+    all_dsources.insert(all_dsources.end(), g.begin(), g.end());
+  const std::string name = one_pass ? "one-pass backward " : "two-pass backward ";
+  return {{name + "dsources", all_dsources},
+          {name + "dquery", dquery},
+          {name + "dkey_gain", dkey_gain}};
+}
+
+template <class T>
+void check_depth_softmax(int64_t rows, int d, int m) {
+  const Inputs<T> in(rows, d, m);
+  const std::string shape = std::to_string(sizeof(T) * 8) + "-bit, rows " + std::to_string(rows) +
+                            " d " + std::to_string(d) + " sources " + std::to_string(m) +
+                            (d > kMaxOnePassWidth<T> ? " (one pass falls back to two)" : "");
+  // The longest sums run over a row's d columns.
+  const double tolerance = reorder_tolerance<T, double>(d);
+  Results<T> warp_rstd[2];
+  for (bool one_pass : {false, true}) {
+    const Results<T> fwd = forward_results(in, one_pass, HostRows{});
+    warp_rstd[one_pass] = check_on_warp<T>(shape, tolerance, [&](const auto& launch) {
+      return forward_results(in, one_pass, launch);
+    });
+    check_on_warp<T>(shape, tolerance, [&](const auto& launch) {
+      return backward_results(in, fwd, one_pass, launch);
+    });
+  }
+  BOOST_TEST(same_bits(warp_rstd[0][2].values, warp_rstd[1][2].values),
+             "one-pass rstd is the two passes' on the warp, " << shape);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(depth_softmax_on_a_warp_agrees_with_one_lane_across_widths) {
+  for (int d : {1, 31, 32, 33, 100, 1024, 1025, 2048, 2049}) {
+    check_depth_softmax<float>(2, d, 3);
+    if (d <= 1025) check_depth_softmax<double>(2, d, 3);
+  }
+  // Rows over more than one chunk of the GPU's row sums (kRowsPerWarpChunk).
+  check_depth_softmax<float>(kRowsPerWarpChunk + 1, 33, 3);
+  check_depth_softmax<double>(kRowsPerWarpChunk + 1, 33, 3);
+}
+
+BOOST_AUTO_TEST_CASE(depth_softmax_on_a_warp_agrees_with_one_lane_across_source_counts) {
+  for (int m : {1, 31, 32, 33, 64, 65}) {
+    check_depth_softmax<float>(2, 33, m);
+    check_depth_softmax<double>(2, 33, m);
+  }
+}
