@@ -16,7 +16,9 @@
 #include <array>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/rng.hpp"

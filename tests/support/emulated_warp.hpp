@@ -190,10 +190,8 @@ A EmulatedWarpLanes::sum(A part) const {
   });
 }
 
-// body(lanes) on every lane of an emulated warp (one for the whole test program: its threads are
-// started once).
-template <class Body>
-void run_on_emulated_warp(const Body& body) {
+// body(lanes) on every lane of the test program's emulated warp (its threads are started once).
+inline void run_on_emulated_warp(const std::function<void(const EmulatedWarpLanes&)>& body) {
   static EmulatedWarp warp;
   warp.run(body);
 }
