@@ -19,8 +19,8 @@ namespace db {
 // ops/cuda/kernel_util.cuh, behind WarpLanes::sum): a butterfly, where at offsets 16, 8, 4, 2, 1
 // each lane adds the value of the lane whose id differs in that bit, v = v + partner(v, offset).
 // Written once here so that the host's emulation of a warp (tests/support/emulated_warp.hpp)
-// adds in the GPU's order; partner(v, offset) is the shuffle there, an exchange between threads
-// here.
+// adds in the GPU's order: partner(v, offset) is __shfl_xor_sync on the GPU, a look-up in the
+// partials the emulated lanes have gathered on the host.
 inline constexpr int kWarpLanes = 32;
 template <class V, class Partner>
 DB_HD V butterfly_sum(V v, const Partner& partner) {
