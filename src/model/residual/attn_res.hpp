@@ -382,11 +382,12 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
 
   void consumer_backward(Backbone<T>& net, int c) {
     Mix& m = mixes_[c];
+    const int64_t count = net.rows() * net.d();
     if (m.kind == Mix::kEmbedding) {
       if (gathers(net)) return;  // the embedding's gather reads dh_[c]
-      add_into(net.ops(), demb_.data(), dh_[c].data(), int64_t(demb_.size()));
+      add_into(net.ops(), demb_.data(), dh_[c].data(), count);
     } else if (m.kind == Mix::kCopy) {
-      add_into(net.ops(), dh_[m.copy_of].data(), dh_[c].data(), int64_t(demb_.size()));
+      add_into(net.ops(), dh_[m.copy_of].data(), dh_[c].data(), count);
     } else if (m.kind == Mix::kMix) {
       const int sources = int(m.refs.size());
       const bool gather = gathers(net);
