@@ -252,11 +252,11 @@ void check_wide_rows_run_two_passes() {
 
 // Tolerances, relative to the largest value: the forward 2⁻¹⁹ in float, 2⁻⁴⁶ in double (16 and
 // 64 units of the last place; measured: h 5.3·10⁻⁷ and 9·10⁻¹⁶, the weights 0 and 10⁻¹⁵).
-// The gradients 2⁻¹⁶ and 2⁻⁴⁰: the one-pass backward takes Σ_k w_k·dw_k as dh·h, h rounded to T,
+// The gradients 2⁻¹⁶ and 2⁻⁴⁰: the gathered backward takes Σ_k w_k·dw_k as dh·h, h rounded to T,
 // and the query and key-gain gradients add terms w_i·(dw_i − Σ_k w_k·dw_k) that partly cancel,
 // which magnifies that rounding (measured: 2.6·10⁻⁶ in float, 8·10⁻¹⁵ in double; up to
 // 3.6·10⁻¹⁴ with other loop forms, as the compiler's contractions into fused multiply-adds
-// change).
+// change). Five consumers gathered against their scatters: measured 1.9·10⁻⁷ and 1.4·10⁻¹⁵.
 BOOST_AUTO_TEST_CASE(one_pass_forward_and_backward_match_two_passes_to_rounding_in_float) {
   check_one_pass_against_two<float>(std::ldexp(1.0, -19), std::ldexp(1.0, -16));
 }
