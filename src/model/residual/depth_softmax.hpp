@@ -306,7 +306,10 @@ struct ConsumerBackward {
         terms[(r * m + i) * 2] = T(w);
         terms[(r * m + i) * 2 + 1] = T(dlogit);
       }
-      double dot = 0;  // Σ_j dK_j g_j v_j, as Backward
+      // Σ_j dK_j g_j v_j, as Backward, only for a share added here (on the host a serial sum,
+      // the slow part of the loop).
+      const bool adds = dsources[i] != nullptr;
+      double dot = 0;
       DB_DEVICE_UNROLL
       for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
         if (c >= columns) break;
@@ -314,9 +317,9 @@ struct ConsumerBackward {
         const double key_hat = double(value[c]) * rs;
         dq[j] += dlogit * key_gain[j] * key_hat;
         dg[j] += dlogit * query[j] * key_hat;
-        dot += dlogit * query[j] * key_gain[j] * value[c];
+        if (adds) dot += dlogit * query[j] * key_gain[j] * value[c];
       }
-      if (dsources[i] == nullptr) continue;
+      if (!adds) continue;
       T* dv = dsources[i] + r * d;
       const double coef = rs * rs * rs * lanes.sum(dot) / d;
       DB_DEVICE_UNROLL
