@@ -37,8 +37,9 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
   DB_REQUIRE_GPU();
   Backends b;
   // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities;
-  // the forward and backward in two passes and in one (train.fused_kernels), whose two row
-  // capacities d = 48 and 1100 take (d not a multiple of 32).
+  // the forward and backward in two passes and in one read (train.fused_kernels: the online
+  // softmax and the gathered backward), whose two row capacities d = 48 and 1100 take (d not a
+  // multiple of 32).
   struct Case {
     int sources, d;
     bool one_pass;
@@ -75,24 +76,74 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       BOOST_TEST(close("depth softmax weights", w));
       BOOST_TEST(close("depth softmax rstd", rstd));
       const Vec dquery_start = dquery.gpu_values();
-      depth_softmax_backward(MemorySpace::host, c.one_pass, dsrc_cpu, dquery.cpu(), dgain.cpu(),
-                             dh.cpu(), h.cpu(), src_cpu, w.cpu(), rstd.cpu(), query.cpu(),
-                             gain.cpu(), s);
-      depth_softmax_backward(cuda::cuda_memory_space(), c.one_pass, dsrc_gpu, dquery.gpu(),
-                             dgain.gpu(), dh.gpu(), h.gpu(), src_gpu, w.gpu(), rstd.gpu(),
-                             query.gpu(), gain.gpu(), s);
+      // The backward: two passes adding into the source gradients, or gathered (the consumer's
+      // terms, then each source's gradient written from them; the last source, as Block
+      // AttnRes's partial sum, added by the consumer).
+      Pair terms(zeros(s.rows * s.sources * 2));
+      auto backward = [&](MemorySpace space, const std::vector<float*>& dsrc,
+                          const std::vector<const float*>& src, auto at) {
+        if (!c.one_pass) {
+          depth_softmax_backward(space, dsrc, at(dquery), at(dgain), at(dh), src, at(w), at(rstd),
+                                 at(query), at(gain), s);
+          return;
+        }
+        std::vector<float*> added(s.sources, nullptr);
+        added.back() = dsrc.back();
+        depth_softmax_consumer_backward(space, added, at(terms), at(dquery), at(dgain), at(dh),
+                                        at(h), src, at(w), at(rstd), at(query), at(gain), s);
+        for (int i = 0; i + 1 < s.sources; ++i)
+          depth_softmax_gather<float>(
+              space, dsrc[i], src[i],
+              {{at(dh), at(terms) + 2 * i, at(query), at(gain), 2 * s.sources}}, s.rows, s.d,
+              s.eps);
+      };
+      backward(MemorySpace::host, dsrc_cpu, src_cpu, [](Pair& p) { return p.cpu(); });
+      backward(cuda::cuda_memory_space(), dsrc_gpu, src_gpu, [](Pair& p) { return p.gpu(); });
       for (int i = 0; i < s.sources; ++i)
-        BOOST_TEST(close(("dsource " + std::to_string(i) + " (added)").c_str(), dsrc[i]));
+        BOOST_TEST(close(("dsource " + std::to_string(i)).c_str(), dsrc[i]));
       BOOST_TEST(close("dquery (added)", dquery));
       BOOST_TEST(close("dkey_gain (added)", dgain));
+      if (c.one_pass) BOOST_TEST(close("gather terms", terms));
       // Again from the same start: the same bits.
       const Vec first = dquery.gpu_values();
       dquery.device.upload(dquery_start);
-      depth_softmax_backward(cuda::cuda_memory_space(), c.one_pass, dsrc_gpu, dquery.gpu(),
-                             dgain.gpu(), dh.gpu(), h.gpu(), src_gpu, w.gpu(), rstd.gpu(),
-                             query.gpu(), gain.gpu(), s);
+      backward(cuda::cuda_memory_space(), dsrc_gpu, src_gpu, [](Pair& p) { return p.gpu(); });
       BOOST_TEST((dquery.gpu_values() == first));
     }
+}
+
+BOOST_AUTO_TEST_CASE(gathered_source_gradient_host_loop_matches_the_kernel) {
+  DB_REQUIRE_GPU();
+  Backends b;
+  // 150 rows; 5 and 70 consumers of one source (two list capacities), one of them reading it
+  // directly (weight 1); d = 48 and 1100 (the two row capacities).
+  for (const int consumers : {5, 70})
+    for (const int d : {48, 1100})
+      BOOST_TEST_CONTEXT("consumers = " << consumers << ", d = " << d) {
+        const int64_t rows = 150;
+        const size_t n = rows * d;
+        const int stride = 6;  // (w, dlogit) of 3 sources a consumer, this one the second
+        Pair v(b.random(n)), dv(zeros(n));
+        std::vector<Pair> dh, terms, query, gain;
+        for (int k = 0; k < consumers; ++k) {
+          dh.emplace_back(b.random(n));
+          terms.emplace_back(b.random(rows * stride, 0.5));
+          query.emplace_back(b.random(d, 0.1));
+          gain.emplace_back(b.random(d, 0.3));
+        }
+        auto list = [&](auto at) {
+          std::vector<DepthGatherTerm<float>> l;
+          for (int k = 0; k < consumers; ++k)
+            l.push_back({at(dh[k]), k == 0 ? nullptr : at(terms[k]) + 2, at(query[k]),
+                         at(gain[k]), stride});
+          return l;
+        };
+        depth_softmax_gather(MemorySpace::host, dv.cpu(), v.cpu(),
+                             list([](Pair& p) { return p.cpu(); }), rows, d, 1e-6);
+        depth_softmax_gather(cuda::cuda_memory_space(), dv.gpu(), v.gpu(),
+                             list([](Pair& p) { return p.gpu(); }), rows, d, 1e-6);
+        BOOST_TEST(close("gathered dsource", dv));
+      }
 }
 
 BOOST_AUTO_TEST_CASE(stream_ops_host_loop_match_the_kernels_for_hc_and_mhc_maps) {

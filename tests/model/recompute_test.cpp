@@ -5,7 +5,9 @@
 // holds fewer bytes at its peak.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE recompute
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -33,10 +35,12 @@ struct Step {
 // One forward + backward (two, to cover buffers reused from a previous step) of a model whose
 // parameters are moved off their init, so that zero-initialised mixers carry gradients.
 template <class T>
-Step train_step(const ModelConfig& c, Schedule schedule, Recompute recompute) {
+Step train_step(const ModelConfig& c, Schedule schedule, Recompute recompute,
+                bool fused_kernels = true) {
   Model<T> model(c);
   test::initialize_off_init(model);
   model.set_recompute(recompute);
+  model.backbone().set_fused_kernels(fused_kernels);
   if (schedule == Schedule::skip) model.backbone().skip_block(1);
   if (schedule == Schedule::swap) model.backbone().swap_blocks(1, 2);
   const int B = 2, T_len = 7;
@@ -68,6 +72,41 @@ void check_same_bits(const char* type) {
     }
 }
 
+// AttnRes's backward with train.fused_kernels on gathers each source's gradient from its
+// consumers' (w, dlogit) after their backward — for the FFN input mixes, after release_block has
+// freed their weights — and off adds it consumer by consumer: either way the same bits with and
+// without recomputation, and the two forms agree to rounding (relative to the largest
+// gradient), with skipped and swapped blocks.
+template <class T>
+void check_attnres_backward_forms(const char* type, double tolerance) {
+  for (const Variant& v : test::state_changing_variants()) {
+    if (v.arch != "attnres_full" && v.arch != "attnres_block") continue;
+    for (Schedule s : {Schedule::plain, Schedule::skip, Schedule::swap}) {
+      BOOST_TEST_CONTEXT(v.name() << ", " << type << ", schedule " << int(s)) {
+        const ModelConfig c = v.small_config(4);
+        std::vector<std::vector<T>> kept_grads;
+        for (bool fused : {true, false}) {
+          const Step kept = train_step<T>(c, s, Recompute::none, fused);
+          const Step recomputed = train_step<T>(c, s, Recompute::blocks, fused);
+          BOOST_TEST(std::memcmp(&kept.loss, &recomputed.loss, sizeof(double)) == 0);
+          BOOST_TEST(kept.grad_bytes == recomputed.grad_bytes, "fused " << fused);
+          kept_grads.emplace_back(kept.grad_bytes.size() / sizeof(T));
+          std::memcpy(kept_grads.back().data(), kept.grad_bytes.data(), kept.grad_bytes.size());
+        }
+        double diff = 0, scale = 0;
+        for (size_t i = 0; i < kept_grads[1].size(); ++i) {
+          diff = std::max(diff, std::abs(double(kept_grads[0][i]) - double(kept_grads[1][i])));
+          scale = std::max(scale, std::abs(double(kept_grads[1][i])));
+        }
+        BOOST_TEST_MESSAGE(v.name() << ", " << type << ", schedule " << int(s)
+                                    << ": gathered against added, gradients differ by "
+                                    << diff / scale << " of their largest");
+        BOOST_TEST(diff <= tolerance * scale);
+      }
+    }
+  }
+}
+
 // The most host bytes a model's buffers hold during one training step beyond what they held
 // before it (the parameters, gradients and the buffers of an earlier step).
 size_t peak_step_bytes(const ModelConfig& c, Recompute recompute) {
@@ -91,6 +130,11 @@ BOOST_AUTO_TEST_CASE(recomputed_blocks_give_the_same_bits_in_float) {
 
 BOOST_AUTO_TEST_CASE(recomputed_blocks_give_the_same_bits_in_double) {
   check_same_bits<double>("double");
+}
+
+BOOST_AUTO_TEST_CASE(attnres_gathered_and_added_backwards_recomputed_skipped_and_swapped) {
+  check_attnres_backward_forms<float>("float", 1e-5);
+  check_attnres_backward_forms<double>("double", 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE(a_forward_alone_runs_under_recompute) {

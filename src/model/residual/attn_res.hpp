@@ -128,9 +128,13 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
     const int64_t count = net.rows() * net.d();
     const int groups = (K_ + S_ - 1) / S_;
-    demb_.assign_zeros(count);
+    // Gathered (train.fused_kernels): the embedding's and a group's gradient are collected from
+    // their consumers when needed, the group's into one buffer (gathered_group_).
+    const bool gather = gathers(net);
+    demb_.assign_zeros(gather ? 0 : count);
     zeroed(dh_, K_ + 1, count);
-    zeroed(dgroup_, groups, count);
+    zeroed(dgroup_, gather ? 0 : groups, count);
+    gathered_group_ = -1;
     zeroed(dpartial_, S_ > 1 ? groups : 0, count);
     net.rmsnorm_backward(net.layout().id("final_norm"), dfeatures, dh_[K_].data(), final_norm_,
                          net.rows(), net.d());
@@ -143,10 +147,11 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const int64_t count = net.rows() * net.d();
     // y_k reaches later consumers through its group's sum and through partial sums (Block
     // AttnRes); in groups of one (Full AttnRes) the group's gradient is y_k's, read where it is.
-    const T* dy = dgroup_[g].data();
+    const T* dgroup = group_gradient(net, g);
+    const T* dy = dgroup;
     if (!dpartial_.empty()) {
       dy_.resize(count);
-      net.ops().copy(dy_.data(), dgroup_[g].data(), count);
+      net.ops().copy(dy_.data(), dgroup, count);
       add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
       dy = dy_.data();
     }
@@ -162,7 +167,10 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   }
 
   void end_backward(Backbone<T>& net, T* dx0) override {
-    net.ops().copy(dx0, demb_.data(), net.rows() * net.d());
+    if (gathers(net))
+      gather_source(net, {Ref::kEmbedding, -1}, emb_.data(), dx0);
+    else
+      net.ops().copy(dx0, demb_.data(), net.rows() * net.d());
   }
 
   // train.recompute = blocks. Block p reads its input mix z_p (consumer 2p, computed before the
@@ -262,7 +270,15 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     std::vector<Ref> refs;
     Buffer<T> partial;  // snapshot of the partial sum this mix read
     Buffer<T> h, weights, rstd;
+    // Gathered backward: (w_i, dlogit_i) per token and source, for the sources' gathers, which
+    // run after this mix's backward (and after release_block freed its weights).
+    Buffer<T> terms;
   };
+
+  // The gathered backward (train.fused_kernels, rows that fit a lane's registers).
+  static bool gathers(const Backbone<T>& net) {
+    return net.fused_kernels() && depth_softmax_gathers<T>(net.d());
+  }
 
   // Query id of the mixer that produces the output boundary of the block at position p.
   int output_mixer(const Backbone<T>& net, int p) const {
@@ -326,27 +342,78 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     partial_members_ = 0;
   }
 
+  // Group g's gradient, the sum over the consumers of its group sum: kept from their scatters,
+  // or gathered once, at its last member's backward. A last group shorter than S never closes
+  // (no sum, no consumers): its members reach later consumers through partial sums only.
+  const T* group_gradient(Backbone<T>& net, int g) {
+    if (!gathers(net)) return dgroup_[g].data();
+    if (gathered_group_ != g) {
+      const int64_t count = net.rows() * net.d();
+      if (group_sum_[g].empty()) {
+        dgroup_gathered_.assign_zeros(count);
+      } else {
+        dgroup_gathered_.resize(count);
+        gather_source(net, {Ref::kGroup, g}, group_sum_[g].data(), dgroup_gathered_.data());
+      }
+      gathered_group_ = g;
+    }
+    return dgroup_gathered_.data();
+  }
+
+  // dv (written) of the embedding or a group sum v from every consumer that read it, in the
+  // order the two-pass backward adds them (the last consumer first). Sublayer 0 reads the
+  // embedding itself; a skipped block's boundary passed its dh on to the boundary it copies.
+  void gather_source(Backbone<T>& net, Ref source, const T* v, T* dv) {
+    std::vector<DepthGatherTerm<T>> consumers;
+    for (int c = K_; c >= 0; --c) {
+      const Mix& m = mixes_[c];
+      if (m.kind == Mix::kEmbedding && source.kind == Ref::kEmbedding)
+        consumers.push_back({dh_[c].data(), nullptr, nullptr, nullptr, 0});
+      if (m.kind != Mix::kMix) continue;
+      const int sources = int(m.refs.size());
+      for (int i = 0; i < sources; ++i)
+        if (m.refs[i].kind == source.kind && m.refs[i].group == source.group)
+          consumers.push_back({dh_[c].data(), m.terms.data() + 2 * i, net.value(m.query),
+                               net.value(m.key_norm), 2 * sources});
+    }
+    depth_softmax_gather(net.ops().space(), dv, v, consumers, net.rows(), net.d(),
+                         net.config().norm_eps);
+  }
+
   void consumer_backward(Backbone<T>& net, int c) {
     Mix& m = mixes_[c];
+    const int64_t count = net.rows() * net.d();
     if (m.kind == Mix::kEmbedding) {
-      add_into(net.ops(), demb_.data(), dh_[c].data(), int64_t(demb_.size()));
+      if (gathers(net)) return;  // the embedding's gather reads dh_[c]
+      add_into(net.ops(), demb_.data(), dh_[c].data(), count);
     } else if (m.kind == Mix::kCopy) {
-      add_into(net.ops(), dh_[m.copy_of].data(), dh_[c].data(), int64_t(demb_.size()));
+      add_into(net.ops(), dh_[m.copy_of].data(), dh_[c].data(), count);
     } else if (m.kind == Mix::kMix) {
       const int sources = int(m.refs.size());
+      const bool gather = gathers(net);
       std::vector<const T*> values(sources);
       std::vector<T*> grads(sources);
       for (int i = 0; i < sources; ++i) {
         const Ref& r = m.refs[i];
         values[i] = source_value(m, r);
-        grads[i] = r.kind == Ref::kEmbedding ? demb_.data()
-                   : r.kind == Ref::kGroup   ? dgroup_[r.group].data()
-                                             : dpartial_[r.group].data();
+        // Gathered, the partial sum (this consumer's own snapshot) still gets its share here.
+        grads[i] = r.kind == Ref::kPartial ? dpartial_[r.group].data()
+                   : gather                ? nullptr
+                   : r.kind == Ref::kEmbedding ? demb_.data()
+                                               : dgroup_[r.group].data();
       }
-      depth_softmax_backward(
-          net.ops().space(), net.fused_kernels(), grads, net.grad(m.query), net.grad(m.key_norm),
-          dh_[c].data(), m.h.data(), values, m.weights.data(), m.rstd.data(), net.value(m.query),
-          net.value(m.key_norm), {net.rows(), net.d(), sources, net.config().norm_eps});
+      const DepthMixShape shape{net.rows(), net.d(), sources, net.config().norm_eps};
+      if (gather) {
+        m.terms.resize(net.rows() * 2 * sources);
+        depth_softmax_consumer_backward(net.ops().space(), grads, m.terms.data(),
+                                        net.grad(m.query), net.grad(m.key_norm), dh_[c].data(),
+                                        m.h.data(), values, m.weights.data(), m.rstd.data(),
+                                        net.value(m.query), net.value(m.key_norm), shape);
+      } else {
+        depth_softmax_backward(net.ops().space(), grads, net.grad(m.query), net.grad(m.key_norm),
+                               dh_[c].data(), values, m.weights.data(), m.rstd.data(),
+                               net.value(m.query), net.value(m.key_norm), shape);
+      }
     }
   }
 
@@ -367,6 +434,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   std::vector<NormCache<T>> pre_norm_;
   NormCache<T> final_norm_;
   std::vector<Buffer<T>> dh_, dgroup_, dpartial_;
+  Buffer<T> dgroup_gathered_;  // the gradient of group gathered_group_ (gathered backward)
+  int gathered_group_ = -1;
 };
 
 }  // namespace db

@@ -2,8 +2,10 @@
 // the m sources v_i, and its backward. DB_HD functors launched through ops/launch.hpp (one row
 // each, shared by a warp on a GPU), so the CPU loop and the CUDA kernel run the same body. Each
 // direction has two forms: two passes over the sources (Forward, Backward) and, under
-// train.fused_kernels, one read of each source (OnePassForward, an online softmax, and
-// OnePassBackward; doc/performance.md, "AttnRes depth softmax in one read").
+// train.fused_kernels, one read of each source (OnePassForward, an online softmax;
+// doc/performance.md, "AttnRes depth softmax in one read") and a backward in two halves that
+// writes each source's gradient once (ConsumerBackward, then GatherBackward per source;
+// "AttnRes backward by gathering").
 // Accumulators are double whatever T, and the query and key-gain gradients are summed over rows in
 // fixed chunks (for_each_row_sum): the same bits on any thread count.
 #pragma once
@@ -31,8 +33,23 @@ struct DepthMixShape {
 // compiled for 16, 64 or 256 sources and the smallest that holds m runs: the two-pass functors'
 // per-source arrays live in each GPU thread's local memory, which the device reserves for every
 // thread it can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass
-// functors keep 8 scalars a thread at most, in registers.
+// functors keep 8 scalars a thread at most, in registers. A source's list of consumers
+// (GatherBackward: the embedding's is 2L + 1 long) has the same capacities: 40 bytes an entry,
+// 10 KiB of kernel parameters at 256 (CUDA ≥ 12.1 takes 32 KiB).
 constexpr int kMaxDepthSources = 256;
+
+// A source's gradient from all its consumers c at once (GatherBackward): per token
+//   dv = Σ_c [w_c·dh_c + rs·dlogit_c·(q_c ⊙ g_c)] − (rs³/d)·(Σ_c dlogit_c·(q_c ⊙ g_c)·v)·v,
+// the weighted sum's share and the key norm's (logit_c = q_c·(g_c ⊙ v)·rs, rs = rstd(v) of
+// the source alone, the same for every consumer).
+template <class T>
+struct DepthGatherTerm {
+  const T* dh;     // the consumer's ∂/∂h [rows, d]
+  const T* terms;  // its (w, dlogit) of this source at terms[r·stride]; null: h is the source
+                   // itself (weight 1, no key), as the embedding for sublayer 0
+  const T *query, *key_gain;
+  int stride;
+};
 
 // The widest row the one-pass functors take: a lane keeps its columns of the current source
 // (and the forward those of its running numerator) in registers on a GPU, D / 32 values each —
@@ -245,16 +262,20 @@ struct Backward {
   }
 };
 
-// The backward in one read of each source (train.fused_kernels), for rows of d ≤ D columns. As
-// Σ_k w_k·dw_k = dh·Σ_k w_k·v_k = dh·h, the forward's output h gives each source's
+// The consumer's half of the gathered backward (train.fused_kernels), for rows of d ≤ D
+// columns. As Σ_k w_k·dw_k = dh·Σ_k w_k·v_k = dh·h, the forward's output h gives each source's
 // dlogit_i = w_i·(dh·v_i − dh·h) as soon as v_i is read: a lane loads its columns of v_i once
-// and they serve dw_i, the query and key-gain terms and the source's gradient. Backward's sums
-// otherwise, in its order; the results differ from Backward's by rounding (dh·h is summed from
-// h rounded to T instead of from the dw_k).
+// and they serve dw_i and the query and key-gain terms. The source gradients are not written
+// here: each source collects its consumers' shares once, in GatherBackward, from the pair
+// (w_i, dlogit_i) kept in terms [rows, m, 2]. A source with a gradient pointer (Block AttnRes's
+// partial sum, which has this one consumer) gets its share added here instead, as the two-pass
+// Backward adds it. Backward's sums otherwise, in its order; the results differ from Backward's
+// by rounding (dh·h is summed from h rounded to T instead of from the dw_k).
 template <class T, int M, int D>
-struct OnePassBackward {
-  PointerList<T*, M> dsources;
+struct ConsumerBackward {
+  PointerList<T*, M> dsources;  // null: the source's share is gathered later
   PointerList<const T*, M> sources;
+  T* terms;
   const T *dh, *h, *weights, *rstd, *query, *key_gain;
   int d, m;
   template <class Lanes>
@@ -271,7 +292,6 @@ struct OnePassBackward {
     const double mean_dw = lanes.sum(part);
     for (int i = 0; i < m; ++i) {
       const T* v = sources[i] + r * d;
-      T* dv = dsources[i] + r * d;
       const double w = weights[r * m + i], rs = rstd[r * m + i];
       double dw = 0;
       DB_DEVICE_UNROLL
@@ -282,7 +302,14 @@ struct OnePassBackward {
         dw += double(dhr[j]) * value[c];
       }
       const double dlogit = w * (lanes.sum(dw) - mean_dw);
-      double dot = 0;  // Σ_j dK_j g_j v_j, as Backward
+      if (lanes.leader()) {
+        terms[(r * m + i) * 2] = T(w);
+        terms[(r * m + i) * 2 + 1] = T(dlogit);
+      }
+      // Σ_j dK_j g_j v_j, as Backward, only for a share added here (on the host a serial sum,
+      // the slow part of the loop).
+      const bool adds = dsources[i] != nullptr;
+      double dot = 0;
       DB_DEVICE_UNROLL
       for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
         if (c >= columns) break;
@@ -290,8 +317,10 @@ struct OnePassBackward {
         const double key_hat = double(value[c]) * rs;
         dq[j] += dlogit * key_gain[j] * key_hat;
         dg[j] += dlogit * query[j] * key_hat;
-        dot += dlogit * query[j] * key_gain[j] * value[c];
+        if (adds) dot += dlogit * query[j] * key_gain[j] * value[c];
       }
+      if (!adds) continue;
+      T* dv = dsources[i] + r * d;
       const double coef = rs * rs * rs * lanes.sum(dot) / d;
       DB_DEVICE_UNROLL
       for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
@@ -303,13 +332,72 @@ struct OnePassBackward {
   }
 };
 
+// dv (written) for one source v from its n consumers, in list order, for rows of d ≤ D columns:
+// a lane keeps its columns of v and of the gradient in registers, reads each consumer's row of
+// dh once and writes dv once. rs is recomputed from v as the forward computed it.
+template <class T, int N, int D>
+struct GatherBackward {
+  T* dv;
+  const T* v;
+  PointerList<DepthGatherTerm<T>, N> consumers;
+  int d, n;
+  double eps;
+  template <class Lanes>
+  DB_HD void operator()(int64_t r, const Lanes& lanes) const {
+    constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
+    const int columns = lane_share(d, lanes);
+    T value[kColumns], grad[kColumns];
+    const T* vr = v + r * d;
+    double sum_squares = 0;
+    DB_DEVICE_UNROLL
+    for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+      grad[c] = T(0);
+      if (c >= columns) break;
+      value[c] = vr[lanes.first() + c * lanes.step()];
+      sum_squares += double(value[c]) * value[c];
+    }
+    const double rs = key_rstd<T>(lanes.sum(sum_squares), d, eps);
+    double key = 0;  // Σ_c dlogit_c·Σ_j q_j g_j v_j over this lane's columns
+    for (int k = 0; k < n; ++k) {
+      const DepthGatherTerm<T> t = consumers[k];
+      const T* dhr = t.dh + r * d;
+      if (t.terms == nullptr) {
+        DB_DEVICE_UNROLL
+        for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+          if (c >= columns) break;
+          grad[c] += dhr[lanes.first() + c * lanes.step()];
+        }
+        continue;
+      }
+      const double w = t.terms[r * t.stride], dlogit = t.terms[r * t.stride + 1];
+      double dot = 0;
+      DB_DEVICE_UNROLL
+      for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+        if (c >= columns) break;
+        const int j = lanes.first() + c * lanes.step();
+        const double qg = double(t.query[j]) * t.key_gain[j];
+        grad[c] += T(w * dhr[j] + rs * dlogit * qg);
+        dot += qg * value[c];
+      }
+      key += dlogit * dot;
+    }
+    const double coef = rs * rs * rs * lanes.sum(key) / d;
+    T* dvr = dv + r * d;
+    DB_DEVICE_UNROLL
+    for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
+      if (c >= columns) break;
+      dvr[lanes.first() + c * lanes.step()] = T(grad[c] - coef * value[c]);
+    }
+  }
+};
+
 // Calls run(std::integral_constant<int, M>) for the smallest capacity M of 16, 64, 256 that
-// holds m sources.
+// holds m entries of a list: a consumer's sources, a source's consumers (GatherBackward).
 template <class Run>
-void with_source_capacity(int m, const Run& run) {
-  DB_REQUIRE(
-      m >= 1 && m <= kMaxDepthSources,
-      std::to_string(m) + " depth sources exceed the capacity " + std::to_string(kMaxDepthSources));
+void with_list_capacity(int m, const char* what, const Run& run) {
+  DB_REQUIRE(m >= 1 && m <= kMaxDepthSources, std::to_string(m) + " " + what +
+                                                   " exceed the capacity " +
+                                                   std::to_string(kMaxDepthSources));
   if (m <= 16)
     run(std::integral_constant<int, 16>{});
   else if (m <= 64)
@@ -343,7 +431,7 @@ void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T
   using namespace depth_softmax_kernels;
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
-  with_source_capacity(s.sources, [&](auto capacity) {
+  with_list_capacity(s.sources, "depth sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
     const PointerList<const T*, M> list(sources);
     const bool ran_one_pass =
@@ -360,32 +448,75 @@ void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T
   });
 }
 
-// dsources added; dquery, dkey_gain added (row sums in a fixed order). one_pass
-// (train.fused_kernels): OnePassBackward, which reads h (the forward's output), where the row
-// fits its registers, else Backward.
+// dsources added; dquery, dkey_gain added (row sums in a fixed order): the two passes, each
+// source's gradient added by every consumer in turn (train.fused_kernels off, or rows too wide
+// for the gathered form).
 template <class T>
-void depth_softmax_backward(MemorySpace space, bool one_pass, const std::vector<T*>& dsources,
-                            T* dquery, T* dkey_gain, const T* dh, const T* h,
-                            const std::vector<const T*>& sources, const T* weights, const T* rstd,
-                            const T* query, const T* key_gain, const DepthMixShape& s) {
+void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, T* dquery,
+                            T* dkey_gain, const T* dh, const std::vector<const T*>& sources,
+                            const T* weights, const T* rstd, const T* query, const T* key_gain,
+                            const DepthMixShape& s) {
   using namespace depth_softmax_kernels;
   SumTargets<T> targets;
   targets.add(dquery, s.d).add(dkey_gain, s.d);
-  with_source_capacity(s.sources, [&](auto capacity) {
+  with_list_capacity(s.sources, "depth sources", [&](auto capacity) {
+    constexpr int M = decltype(capacity)::value;
+    for_each_row_sum_lanes(space, s.rows, targets,
+                           Backward<T, M>{PointerList<T*, M>(dsources),
+                                          PointerList<const T*, M>(sources), dh, weights, rstd,
+                                          query, key_gain, s.d, s.sources});
+  });
+}
+
+// Whether rows of d columns take the gathered backward (train.fused_kernels): a lane's columns
+// of a row fit its registers.
+template <class T>
+bool depth_softmax_gathers(int d) {
+  return d <= kMaxOnePassWidth<T>;
+}
+
+// The gathered backward, consumer side (ConsumerBackward): dquery, dkey_gain added; terms
+// [rows, sources, 2] written for depth_softmax_gather; the gradients of the sources with a
+// non-null dsources entry added (the others are gathered later). Reads h, the forward's output.
+template <class T>
+void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& dsources, T* terms,
+                                     T* dquery, T* dkey_gain, const T* dh, const T* h,
+                                     const std::vector<const T*>& sources, const T* weights,
+                                     const T* rstd, const T* query, const T* key_gain,
+                                     const DepthMixShape& s) {
+  using namespace depth_softmax_kernels;
+  DB_REQUIRE(depth_softmax_gathers<T>(s.d), "depth_softmax_consumer_backward: rows too wide");
+  SumTargets<T> targets;
+  targets.add(dquery, s.d).add(dkey_gain, s.d);
+  with_list_capacity(s.sources, "depth sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
     const PointerList<T*, M> grads(dsources);
     const PointerList<const T*, M> values(sources);
-    const bool ran_one_pass =
-        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
-          constexpr int D = decltype(width)::value;
-          for_each_row_sum_lanes(space, s.rows, targets,
-                                 OnePassBackward<T, M, D>{grads, values, dh, h, weights, rstd,
-                                                          query, key_gain, s.d, s.sources});
-        });
-    if (!ran_one_pass)
-      for_each_row_sum_lanes(
-          space, s.rows, targets,
-          Backward<T, M>{grads, values, dh, weights, rstd, query, key_gain, s.d, s.sources});
+    with_width_capacity<T>(s.d, [&](auto width) {
+      constexpr int D = decltype(width)::value;
+      for_each_row_sum_lanes(space, s.rows, targets,
+                             ConsumerBackward<T, M, D>{grads, values, terms, dh, h, weights, rstd,
+                                                       query, key_gain, s.d, s.sources});
+    });
+  });
+}
+
+// The gathered backward, source side: dv [rows, d] (written) of the source v from its
+// consumers' terms (GatherBackward); eps is the forward's.
+template <class T>
+void depth_softmax_gather(MemorySpace space, T* dv, const T* v,
+                          const std::vector<DepthGatherTerm<T>>& consumers, int64_t rows, int d,
+                          double eps) {
+  using namespace depth_softmax_kernels;
+  DB_REQUIRE(depth_softmax_gathers<T>(d), "depth_softmax_gather: rows too wide");
+  with_list_capacity(int(consumers.size()), "consumers of a depth source", [&](auto capacity) {
+    constexpr int N = decltype(capacity)::value;
+    const PointerList<DepthGatherTerm<T>, N> list(consumers);
+    with_width_capacity<T>(d, [&](auto width) {
+      constexpr int D = decltype(width)::value;
+      for_each_row_lanes(space, rows,
+                         GatherBackward<T, N, D>{dv, v, list, d, int(consumers.size()), eps});
+    });
   });
 }
 
