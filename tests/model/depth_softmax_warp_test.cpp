@@ -1,9 +1,10 @@
-// The AttnRes depth softmax functors (depth_softmax.hpp: Forward, OnePassForward, Backward,
-// OnePassBackward) on an emulated 32-lane warp (support/emulated_warp.hpp: the GPU's lane
+// The AttnRes depth softmax functors (depth_softmax.hpp: Forward, OnePassForward, Backward, and
+// the gathered backward's ConsumerBackward and GatherBackward) on an emulated 32-lane warp (support/emulated_warp.hpp: the GPU's lane
 // striding, per-lane register arrays of D/32 values and logits of source i kept by lane i mod 32,
 // the warp-sum butterfly, for_each_row_sum_lanes' chunks) against their run on the host's one
-// lane, dispatched as depth_softmax_forward and depth_softmax_backward dispatch them (source
-// capacity 16, 64 or 256; the one-pass functors up to kMaxOnePassWidth, the two passes beyond),
+// lane, dispatched as depth_softmax_forward and the backward entry points dispatch them (source
+// capacity 16, 64 or 256; the one-pass and gathered functors up to kMaxOnePassWidth, the two
+// passes beyond),
 // in float and double:
 // - widths below, at and above 32, not multiples of 32, at and just above each row capacity (1024,
 //   and 2048 in float), for 3 sources; 1, 31, 32, 33, 64 and 65 sources (lane i mod 32 keeps
@@ -54,7 +55,7 @@ template <class T, class Rows>
 Results<T> forward_results(const Inputs<T>& in, bool one_pass, const Rows& launch) {
   const DepthMixShape& s = in.shape;
   std::vector<T> h(s.rows * s.d), weights(s.rows * s.sources), rstd(s.rows * s.sources);
-  with_source_capacity(s.sources, [&](auto capacity) {
+  with_list_capacity(s.sources, "sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
     const PointerList<const T*, M> list(in.source_pointers());
     const bool ran_one_pass =
@@ -73,46 +74,66 @@ Results<T> forward_results(const Inputs<T>& in, bool one_pass, const Rows& launc
   return {{name + "h", h}, {name + "weights", weights}, {name + "rstd", rstd}};
 }
 
-// depth_softmax_backward's dispatch, on `launch`, from the forward's results `fwd` (h, weights,
-// rstd): the source gradients (added to random values), dquery and dkey_gain (likewise).
+// The backward on `launch`, from the forward's results `fwd` (h, weights, rstd): the source
+// gradients, dquery and dkey_gain (added to random values). Two passes: depth_softmax_backward's
+// Backward, every source's gradient added. Gathered (train.fused_kernels, where the row fits the
+// registers): ConsumerBackward adds the last source's share itself (as Block AttnRes's partial
+// sum) and keeps the (w, dlogit) pairs of the others, whose gradients GatherBackward then
+// writes, source 0's from this consumer and from one that reads it directly (terms null, as
+// sublayer 0 reads the embedding).
 template <class T, class Rows>
 Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one_pass,
                             const Rows& launch) {
   const DepthMixShape& s = in.shape;
   std::vector<std::vector<T>> dsources;
-  std::vector<T*> dsource_pointers;
-  for (int i = 0; i < s.sources; ++i) {
-    dsources.push_back(random_vector<T>(s.rows * s.d, 200 + i));
-    dsource_pointers.push_back(dsources.back().data());
-  }
+  for (int i = 0; i < s.sources; ++i) dsources.push_back(random_vector<T>(s.rows * s.d, 200 + i));
   std::vector<T> dquery = random_vector<T>(s.d, 4), dkey_gain = random_vector<T>(s.d, 5);
+  std::vector<T> terms(s.rows * s.sources * 2);
+  const std::vector<T> direct_dh = random_vector<T>(s.rows * s.d, 6);
   const T *h = fwd[0].values.data(), *weights = fwd[1].values.data(), *rstd = fwd[2].values.data();
   SumTargets<T> targets;
   targets.add(dquery.data(), s.d).add(dkey_gain.data(), s.d);
-  with_source_capacity(s.sources, [&](auto capacity) {
+  const bool gathered = one_pass && depth_softmax_gathers<T>(s.d);
+  std::vector<T*> dsource_pointers;
+  for (int i = 0; i < s.sources; ++i)
+    dsource_pointers.push_back(!gathered || i == s.sources - 1 ? dsources[i].data() : nullptr);
+  with_list_capacity(s.sources, "sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
     const PointerList<T*, M> grads(dsource_pointers);
     const PointerList<const T*, M> values(in.source_pointers());
-    const bool ran_one_pass =
-        one_pass && with_width_capacity<T>(s.d, [&](auto width) {
-          constexpr int D = decltype(width)::value;
-          launch.sum_lanes(
-              s.rows, targets,
-              OnePassBackward<T, M, D>{grads, values, in.dh.data(), h, weights, rstd,
-                                       in.query.data(), in.key_gain.data(), s.d, s.sources});
-        });
-    if (!ran_one_pass)
+    if (!gathered) {
       launch.sum_lanes(s.rows, targets,
                        Backward<T, M>{grads, values, in.dh.data(), weights, rstd, in.query.data(),
                                       in.key_gain.data(), s.d, s.sources});
+      return;
+    }
+    with_width_capacity<T>(s.d, [&](auto width) {
+      constexpr int D = decltype(width)::value;
+      launch.sum_lanes(s.rows, targets,
+                       ConsumerBackward<T, M, D>{grads, values, terms.data(), in.dh.data(), h,
+                                                 weights, rstd, in.query.data(),
+                                                 in.key_gain.data(), s.d, s.sources});
+      for (int i = 0; i + 1 < s.sources; ++i) {
+        std::vector<DepthGatherTerm<T>> consumers = {
+            {in.dh.data(), terms.data() + 2 * i, in.query.data(), in.key_gain.data(),
+             2 * s.sources}};
+        if (i == 0) consumers.push_back({direct_dh.data(), nullptr, nullptr, nullptr, 0});
+        const int n = int(consumers.size());
+        launch.lanes(s.rows, GatherBackward<T, 16, D>{dsources[i].data(), in.sources[i].data(),
+                                                      PointerList<DepthGatherTerm<T>, 16>(
+                                                          consumers),
+                                                      s.d, n, s.eps});
+      }
+    });
   });
   std::vector<T> all_dsources;
   for (const std::vector<T>& g : dsources)
     all_dsources.insert(all_dsources.end(), g.begin(), g.end());
-  const std::string name = one_pass ? "one-pass backward " : "two-pass backward ";
+  const std::string name = gathered ? "gathered backward " : "two-pass backward ";
   return {{name + "dsources", all_dsources},
           {name + "dquery", dquery},
-          {name + "dkey_gain", dkey_gain}};
+          {name + "dkey_gain", dkey_gain},
+          {name + "terms", terms}};
 }
 
 template <class T>
