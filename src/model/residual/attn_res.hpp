@@ -21,17 +21,31 @@
 // mix before the final norm.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/host_device.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/layer_loop.hpp"
 #include "model/residual/stream.hpp"
+#include "ops/launch.hpp"
 
 namespace db {
+
+// A Block AttnRes partial sum out of place: sum = previous + y (previous null: 0 + y, as the add
+// into a zeroed buffer it replaces, −0 included); the bits of Ops::axpby(previous, 1, y, 1),
+// which adds in place.
+template <class T>
+struct PartialSum {
+  T* sum;
+  const T* previous;
+  const T* y;
+  DB_HD void operator()(int64_t i) const { sum[i] = (previous ? previous[i] : T(0)) + y[i]; }
+};
 
 template <class T>
 class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
@@ -68,13 +82,13 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     emb_.assign(x0, count);
     mixes_.assign(K_ + 1, Mix{});
     ran_.assign(K_, false);
-    group_sum_.assign((K_ + S_ - 1) / S_, {});
+    group_end_.assign((K_ + S_ - 1) / S_, -1);
+    partials_.assign(K_, {});
     pre_norm_.resize(K_);
     u_.resize(K_);
     y_.resize(count);
     saved_.resize(net.n_layer());
-    partial_.assign_zeros(count);
-    partial_members_ = 0;
+    partial_at_ = -1;
   }
 
   // z_l, the input mix of block l's attention (consumer 2l; l = L: the readout's, consumer K).
@@ -92,9 +106,9 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   }
 
   // A skipped block adds no source; the groups its positions end still close.
-  void skip_forward(Backbone<T>& net, int p) override {
-    close_group(2 * p, net.rows() * net.d());
-    close_group(2 * p + 1, net.rows() * net.d());
+  void skip_forward(Backbone<T>&, int p) override {
+    close_group(2 * p);
+    close_group(2 * p + 1);
   }
 
   SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
@@ -112,12 +126,18 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     return {u.data(), y_.data()};
   }
 
-  // The raw output joins the partial sum; at the end of a group the partial becomes a block sum.
+  // The raw output joins the partial sum, written out of place as sublayer k's partial sum (the
+  // buffer the mixes that read it and the group sum refer to); at the end of a group the partial
+  // becomes a block sum.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
+    const int k = 2 * p + ffn;
     const int64_t count = net.rows() * net.d();
-    add_into(net.ops(), partial_.data(), y_.data(), count);
-    ++partial_members_;
-    close_group(2 * p + ffn, count);
+    partials_[k].resize(count);
+    const T* previous = partial_at_ >= 0 ? partials_[partial_at_].data() : nullptr;
+    for_each_index(net.ops().space(), count,
+                   PartialSum<T>{partials_[k].data(), previous, y_.data()});
+    partial_at_ = k;
+    close_group(k);
   }
 
   void readout_forward(Backbone<T>& net, T* features) override {
@@ -175,30 +195,22 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
 
   // train.recompute = blocks. Block p reads its input mix z_p (consumer 2p, computed before the
   // block and kept with its weights for depth_state_backward) and the sources: the embedding and
-  // group sums (kept) and the running partial sum, saved here. Its re-run writes the same group
-  // sums and partial sums again.
-  void save_block_input(Backbone<T>&, int p) override {
-    Saved& s = saved_[p];
-    s.partial_members = partial_members_;
-    if (partial_members_ > 0) s.partial = partial_;
-  }
-  void restore_block_input(Backbone<T>& net, int p) override {
-    const Saved& s = saved_[p];
-    partial_members_ = s.partial_members;
-    if (partial_members_ > 0)
-      partial_ = s.partial;
-    else
-      partial_.assign_zeros(net.rows() * net.d());
-  }
-  // Frees the sublayers' core inputs and norm statistics and the FFN's input mix (consumer
-  // 2p + 1), which the re-run computes again.
+  // group sums (kept) and the running partial sum, whose position is saved here (the partial sum
+  // of the FFN of the last block run before p, kept: release_block frees an attention's only).
+  // Its re-run writes the same group sums and partial sums again.
+  void save_block_input(Backbone<T>&, int p) override { saved_[p] = partial_at_; }
+  void restore_block_input(Backbone<T>&, int p) override { partial_at_ = saved_[p]; }
+  // Frees the sublayers' core inputs and norm statistics, the FFN's input mix (consumer 2p + 1)
+  // and the attention's partial sum, which only that mix and the FFN's partial sum read, unless
+  // it is a group sum; the re-run computes them again.
   void release_block(Backbone<T>&, int p) override {
     for (int k : {2 * p, 2 * p + 1}) {
       u_[k] = {};
       pre_norm_[k].release();
     }
+    if ((2 * p + 1) % S_ != 0) partials_[2 * p] = {};
     Mix& ffn_mix = mixes_[2 * p + 1];
-    for (Buffer<T>* b : {&ffn_mix.partial, &ffn_mix.h, &ffn_mix.weights, &ffn_mix.rstd}) *b = {};
+    for (Buffer<T>* b : {&ffn_mix.h, &ffn_mix.weights, &ffn_mix.rstd}) *b = {};
   }
 
   // [sources × consumers] as ResidualDesign documents: the depth-softmax weight each consumer
@@ -268,7 +280,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     int copy_of = -1;
     int query = -1, key_norm = -1;
     std::vector<Ref> refs;
-    Buffer<T> partial;  // snapshot of the partial sum this mix read
+    int partial_of = -1;  // the sublayer whose partial sum (partials_) this mix read
     Buffer<T> h, weights, rstd;
     // Gathered backward: (w_i, dlogit_i) per token and source, for the sources' gathers, which
     // run after this mix's backward (and after release_block freed its weights).
@@ -300,10 +312,13 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     mixes_[c].h = mixes_[from].h;
   }
 
+  bool group_closed(int g) const { return group_end_[g] >= 0; }
+  const T* group_value(int g) const { return partials_[group_end_[g]].data(); }
+
   const T* source_value(const Mix& m, const Ref& r) const {
     if (r.kind == Ref::kEmbedding) return emb_.data();
-    if (r.kind == Ref::kGroup) return group_sum_[r.group].data();
-    return m.partial.data();
+    if (r.kind == Ref::kGroup) return group_value(r.group);
+    return partials_[m.partial_of].data();
   }
 
   // The depth-softmax mix of consumer c over the current sources; query_id names the mixer
@@ -316,11 +331,11 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     m.key_norm = net.layout().id(qname.substr(0, qname.size() - 5) + "key_norm");
     m.refs = {{Ref::kEmbedding, -1}};
     // The groups closed before consumer c (a re-run under train.recompute sees later ones too).
-    for (int g = 0; g < int(group_sum_.size()) && (g + 1) * S_ <= c; ++g)
-      if (!group_sum_[g].empty()) m.refs.push_back({Ref::kGroup, g});
-    if (partial_members_ > 0) {
+    for (int g = 0; g < int(group_end_.size()) && (g + 1) * S_ <= c; ++g)
+      if (group_closed(g)) m.refs.push_back({Ref::kGroup, g});
+    if (partial_at_ >= 0) {
       m.refs.push_back({Ref::kPartial, c / S_});
-      m.partial = partial_;
+      m.partial_of = partial_at_;
     }
     const int sources = int(m.refs.size());
     std::vector<const T*> values(sources);
@@ -334,12 +349,12 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
                           {rows, net.d(), sources, net.config().norm_eps});
   }
 
-  // After sublayer k (run or skipped): at the end of a group the partial becomes a block sum.
-  void close_group(int k, int64_t count) {
+  // After sublayer k (run or skipped): at the end of a group the partial becomes a block sum,
+  // the same buffer (a mix before a skipped group end may read it as its partial sum too).
+  void close_group(int k) {
     if ((k + 1) % S_ != 0) return;
-    if (partial_members_ > 0) group_sum_[k / S_] = partial_;
-    partial_.assign_zeros(count);
-    partial_members_ = 0;
+    if (partial_at_ >= 0) group_end_[k / S_] = partial_at_;
+    partial_at_ = -1;
   }
 
   // Group g's gradient, the sum over the consumers of its group sum: kept from their scatters,
@@ -349,11 +364,11 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     if (!gathers(net)) return dgroup_[g].data();
     if (gathered_group_ != g) {
       const int64_t count = net.rows() * net.d();
-      if (group_sum_[g].empty()) {
+      if (!group_closed(g)) {
         dgroup_gathered_.assign_zeros(count);
       } else {
         dgroup_gathered_.resize(count);
-        gather_source(net, {Ref::kGroup, g}, group_sum_[g].data(), dgroup_gathered_.data());
+        gather_source(net, {Ref::kGroup, g}, group_value(g), dgroup_gathered_.data());
       }
       gathered_group_ = g;
     }
@@ -420,17 +435,16 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   const int S_, K_;
   std::vector<Mix> mixes_;  // consumers 0..2L−1 (sublayer inputs), 2L = readout
   std::vector<bool> ran_;
-  std::vector<Buffer<T>> group_sum_;  // by position group; empty if none completed
-  // What block p's re-run starts from under train.recompute = blocks: the running partial sum.
-  struct Saved {
-    int partial_members = 0;
-    Buffer<T> partial;
-  };
+  // By sublayer: the partial sum of its group up to and including it (empty: skipped, or freed
+  // under train.recompute). A group's sum is the partial sum of its last member that ran.
+  std::vector<Buffer<T>> partials_;
+  std::vector<int> group_end_;  // by position group: that member, −1 if none ran
+  int partial_at_ = -1;         // the running partial sum's sublayer, −1 while empty
 
-  Buffer<T> emb_, partial_, y_, dy_, du_, demb_;
+  Buffer<T> emb_, y_, dy_, du_, demb_;
   std::vector<Buffer<T>> u_;  // by sublayer: the core's input, kept for its backward
-  std::vector<Saved> saved_;  // by position
-  int partial_members_ = 0;
+  // By position: block p's running partial sum (partial_at_) for its train.recompute re-run.
+  std::vector<int> saved_;
   std::vector<NormCache<T>> pre_norm_;
   NormCache<T> final_norm_;
   std::vector<Buffer<T>> dh_, dgroup_, dpartial_;

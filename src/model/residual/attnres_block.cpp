@@ -52,9 +52,9 @@ DesignInfo attnres_block_design() {
                     V::integer_at_least(1, {"", "null"})}},
        // The mixed inputs, the sources and their gradients.
        .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; },
-       // Under train.recompute = blocks: the block's input mix, the partial sums it reads (a
-       // mix's snapshot and the saved one) and the gradients of the mixes.
-       .recompute_values_per_token_block = [](const ModelConfig& c) { return 5.0 * c.d_model; }});
+       // Under train.recompute = blocks: the block's input mix, the partial sum it ends with
+       // (which the next block reads, by reference) and the gradients of the mixes.
+       .recompute_values_per_token_block = [](const ModelConfig& c) { return 4.0 * c.d_model; }});
 }
 
 }  // namespace db
