@@ -36,15 +36,15 @@
 
 namespace db {
 
-// A Block AttnRes partial sum out of place: sum = previous + y (previous null: 0 + y, as the add
-// into a zeroed buffer it replaces, −0 included); the bits of Ops::axpby(previous, 1, y, 1),
-// which adds in place.
+// sum = a + b out of place (a null: 0 + b, −0 included), in the bits of Ops::axpby(a, 1, b, 1),
+// the add in place into a copy of a (or a zeroed buffer) that it replaces: Block AttnRes's
+// partial sums and its sublayers' output gradients (a group's and a partial sum's).
 template <class T>
-struct PartialSum {
+struct AddOutOfPlace {
   T* sum;
-  const T* previous;
-  const T* y;
-  DB_HD void operator()(int64_t i) const { sum[i] = (previous ? previous[i] : T(0)) + y[i]; }
+  const T* a;
+  const T* b;
+  DB_HD void operator()(int64_t i) const { sum[i] = (a ? a[i] : T(0)) + b[i]; }
 };
 
 template <class T>
@@ -135,7 +135,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     partials_[k].resize(count);
     const T* previous = partial_at_ >= 0 ? partials_[partial_at_].data() : nullptr;
     for_each_index(net.ops().space(), count,
-                   PartialSum<T>{partials_[k].data(), previous, y_.data()});
+                   AddOutOfPlace<T>{partials_[k].data(), previous, y_.data()});
     partial_at_ = k;
     close_group(k);
   }
@@ -171,8 +171,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const T* dy = dgroup;
     if (!dpartial_.empty()) {
       dy_.resize(count);
-      net.ops().copy(dy_.data(), dgroup, count);
-      add_into(net.ops(), dy_.data(), dpartial_[g].data(), count);
+      for_each_index(net.ops().space(), count,
+                     AddOutOfPlace<T>{dy_.data(), dgroup, dpartial_[g].data()});
       dy = dy_.data();
     }
     du_.resize(count);
