@@ -6,8 +6,18 @@
 //   for (int c = 0; c < register_loop_bound<K>(count); ++c) {
 //     if (c >= count) break;  // on a GPU, the slots past count
 //     ...
+//
+// DB_DEVICE_LOOPS says which form runs: the GPU's (constant trip counts, constant indices) in
+// device code, and on the host too where a test defines DB_EMULATE_DEVICE_LOOPS, so that the
+// host's emulation of a warp (tests/support/emulated_warp.hpp) runs the loops as a GPU runs them.
 #pragma once
 #include "core/host_device.hpp"
+
+#if defined(__CUDA_ARCH__) || defined(DB_EMULATE_DEVICE_LOOPS)
+#define DB_DEVICE_LOOPS 1
+#else
+#define DB_DEVICE_LOOPS 0
+#endif
 
 #if defined(__CUDA_ARCH__)
 #define DB_DEVICE_UNROLL _Pragma("unroll")
@@ -20,7 +30,7 @@ namespace db {
 // The trip count of a loop over the first `count` of K slots: K on a GPU, count on the host.
 template <int K>
 DB_HD int register_loop_bound(int count) {
-#if defined(__CUDA_ARCH__)
+#if DB_DEVICE_LOOPS
   (void)count;
   return K;
 #else

@@ -25,6 +25,9 @@
 #include "support/gradcheck.hpp"
 #include "support/lane_agreement.hpp"
 
+// Built with DB_EMULATE_DEVICE_LOOPS (tests.cmake): the register-array loops in the GPU's form.
+static_assert(DB_DEVICE_LOOPS, "the warp tests run the GPU's loop form");
+
 using namespace db;
 using namespace db::test;
 using namespace db::depth_softmax_kernels;

@@ -131,8 +131,8 @@ template <int N, class Lanes>
 DB_HD void keep_logit(double (&logit)[N], int i, double l, const Lanes& lanes) {
   if (i % lanes.step() != lanes.first()) return;
   const int k = i / lanes.step();
-#if defined(__CUDA_ARCH__)
-#pragma unroll
+#if DB_DEVICE_LOOPS
+  DB_DEVICE_UNROLL
   for (int s = 0; s < N; ++s)
     if (s == k) logit[s] = l;
 #else
