@@ -15,9 +15,11 @@
 // unevenly (a lane skips a sum or leaves early: a warp that hangs or adds stale registers), and
 // two lanes adding to the same column of a row reduction's sums (a race on a GPU).
 //
-// Not emulated: the device side of `#if defined(__CUDA_ARCH__)` (register_loop_bound's constant
-// trip count, keep_logit's unrolled store), timing, shared memory, other warps, and the
-// compiler's contraction of a·b + c (nvcc and GCC decide it each on their own).
+// The GPU's form of the loops over a lane's register arrays (register_loop_bound's constant trip
+// count, keep_logit's constant-index store) runs where a test is built with
+// DB_EMULATE_DEVICE_LOOPS (core/device_unroll.hpp). Not emulated: the unrolling itself, timing,
+// shared memory, other warps, and the compiler's contraction of a·b + c (nvcc and GCC decide it
+// each on their own).
 #pragma once
 #include <algorithm>
 #include <array>
