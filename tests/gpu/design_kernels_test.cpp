@@ -77,9 +77,9 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       BOOST_TEST(close("depth softmax rstd", rstd));
       const Vec dquery_start = dquery.gpu_values();
       // The backward: two passes adding into the source gradients, or gathered (the consumer's
-      // terms, then each source's gradient written from them; the last source, as Block
-      // AttnRes's partial sum, added by the consumer).
-      Pair terms(zeros(s.rows * s.sources * 2));
+      // dlogits, then each source's gradient written from them and the weights; the last source, as
+      // Block AttnRes's partial sum, added by the consumer).
+      Pair dlogits(zeros(s.rows * s.sources));
       auto backward = [&](MemorySpace space, const std::vector<float*>& dsrc,
                           const std::vector<const float*>& src, auto at) {
         if (!c.one_pass) {
@@ -89,12 +89,12 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
         }
         std::vector<float*> added(s.sources, nullptr);
         added.back() = dsrc.back();
-        depth_softmax_consumer_backward(space, added, at(terms), at(dquery), at(dgain), at(dh),
+        depth_softmax_consumer_backward(space, added, at(dlogits), at(dquery), at(dgain), at(dh),
                                         at(h), src, at(w), at(rstd), at(query), at(gain), s);
         for (int i = 0; i + 1 < s.sources; ++i)
           depth_softmax_gather<float>(
               space, dsrc[i], src[i],
-              {{at(dh), at(terms) + 2 * i, at(query), at(gain), 2 * s.sources}}, s.rows, s.d,
+              {{at(dh), at(w) + i, at(dlogits) + i, at(query), at(gain), s.sources}}, s.rows, s.d,
               s.eps);
       };
       backward(MemorySpace::host, dsrc_cpu, src_cpu, [](Pair& p) { return p.cpu(); });
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
         BOOST_TEST(close(("dsource " + std::to_string(i)).c_str(), dsrc[i]));
       BOOST_TEST(close("dquery (added)", dquery));
       BOOST_TEST(close("dkey_gain (added)", dgain));
-      if (c.one_pass) BOOST_TEST(close("gather terms", terms));
+      if (c.one_pass) BOOST_TEST(close("gather dlogits", dlogits));
       // Again from the same start: the same bits.
       const Vec first = dquery.gpu_values();
       dquery.device.upload(dquery_start);
@@ -122,20 +122,21 @@ BOOST_AUTO_TEST_CASE(gathered_source_gradient_host_loop_matches_the_kernel) {
       BOOST_TEST_CONTEXT("consumers = " << consumers << ", d = " << d) {
         const int64_t rows = 150;
         const size_t n = rows * d;
-        const int stride = 6;  // (w, dlogit) of 3 sources a consumer, this one the second
+        const int stride = 3;  // weights and dlogits of 3 sources a consumer, this one the second
         Pair v(b.random(n)), dv(zeros(n));
-        std::vector<Pair> dh, terms, query, gain;
+        std::vector<Pair> dh, weights, dlogits, query, gain;
         for (int k = 0; k < consumers; ++k) {
           dh.emplace_back(b.random(n));
-          terms.emplace_back(b.random(rows * stride, 0.5));
+          weights.emplace_back(b.random(rows * stride, 0.5));
+          dlogits.emplace_back(b.random(rows * stride, 0.5));
           query.emplace_back(b.random(d, 0.1));
           gain.emplace_back(b.random(d, 0.3));
         }
         auto list = [&](auto at) {
           std::vector<DepthGatherTerm<float>> l;
           for (int k = 0; k < consumers; ++k)
-            l.push_back({at(dh[k]), k == 0 ? nullptr : at(terms[k]) + 2, at(query[k]),
-                         at(gain[k]), stride});
+            l.push_back({at(dh[k]), k == 0 ? nullptr : at(weights[k]) + 1, at(dlogits[k]) + 1,
+                         at(query[k]), at(gain[k]), stride});
           return l;
         };
         depth_softmax_gather(MemorySpace::host, dv.cpu(), v.cpu(),

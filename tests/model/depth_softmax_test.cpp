@@ -62,7 +62,7 @@ struct Outputs {
 };
 
 // The forward, then the backward it feeds: two passes, or gathered (each source's gradient from
-// its one consumer's terms).
+// its one consumer's weight and dlogit).
 template <class T>
 Outputs<T> run(const Inputs<T>& in, bool one_pass_forward, bool gathered_backward) {
   const DepthMixShape& s = in.shape;
@@ -83,15 +83,15 @@ Outputs<T> run(const Inputs<T>& in, bool one_pass_forward, bool gathered_backwar
                            in.query.data(), in.key_gain.data(), s);
     return out;
   }
-  std::vector<T> terms(kRows * s.sources * 2);
+  std::vector<T> dlogits(kRows * s.sources);
   depth_softmax_consumer_backward(MemorySpace::host, std::vector<T*>(s.sources, nullptr),
-                                  terms.data(), out.dquery.data(), out.dkey_gain.data(),
+                                  dlogits.data(), out.dquery.data(), out.dkey_gain.data(),
                                   in.dh.data(), out.h.data(), in.pointers(), out.weights.data(),
                                   out.rstd.data(), in.query.data(), in.key_gain.data(), s);
   for (int i = 0; i < s.sources; ++i)
     depth_softmax_gather<T>(MemorySpace::host, dsources[i], in.sources[i].data(),
-                            {{in.dh.data(), terms.data() + 2 * i, in.query.data(),
-                              in.key_gain.data(), 2 * s.sources}},
+                            {{in.dh.data(), out.weights.data() + i, dlogits.data() + i,
+                              in.query.data(), in.key_gain.data(), s.sources}},
                             kRows, s.d, s.eps);
   return out;
 }
@@ -153,7 +153,7 @@ void check_one_pass_against_two(double tolerance, double gradient_tolerance) {
 // query, key gain and dh; the embedding (source 0) is also read directly by a sublayer (weight
 // 1, dh of its own); the last consumer's last source is its own (a partial sum: added by the
 // consumer, not gathered). The two-pass backward of every consumer adds into the sources'
-// gradients; the gathered one keeps terms and then writes each shared source's gradient once.
+// gradients; the gathered one keeps dlogits and then writes each shared source's gradient once.
 template <class T>
 double gathered_against_scattered(int d) {
   const std::vector<int> mixes = {1, 2, 17, 65, 30};
@@ -164,7 +164,7 @@ double gathered_against_scattered(int d) {
   std::vector<std::vector<T>> scattered(pool + 1, std::vector<T>(kRows * d, T(0)));
   std::vector<std::vector<T>> gathered = scattered;
   std::vector<Inputs<T>> consumers;
-  std::vector<std::vector<T>> h, weights, rstd, terms;
+  std::vector<std::vector<T>> h, weights, rstd, dlogits;
   std::vector<T> dparams_scattered, dparams_gathered;
   for (size_t c = 0; c < mixes.size(); ++c) {
     const int m = mixes[c];
@@ -178,7 +178,7 @@ double gathered_against_scattered(int d) {
     h.emplace_back(kRows * d);
     weights.emplace_back(kRows * m);
     rstd.emplace_back(kRows * m);
-    terms.emplace_back(kRows * m * 2);
+    dlogits.emplace_back(kRows * m);
     depth_softmax_forward(MemorySpace::host, true, h[c].data(), weights[c].data(), rstd[c].data(),
                           in.pointers(), in.query.data(), in.key_gain.data(), s);
     std::vector<T*> scatter, gather(m, nullptr);
@@ -191,10 +191,10 @@ double gathered_against_scattered(int d) {
     depth_softmax_backward(MemorySpace::host, scatter, dq.data(), dg.data(), in.dh.data(),
                            in.pointers(), weights[c].data(), rstd[c].data(), in.query.data(),
                            in.key_gain.data(), s);
-    depth_softmax_consumer_backward(MemorySpace::host, gather, terms[c].data(), dq_gathered.data(),
-                                    dg_gathered.data(), in.dh.data(), h[c].data(), in.pointers(),
-                                    weights[c].data(), rstd[c].data(), in.query.data(),
-                                    in.key_gain.data(), s);
+    depth_softmax_consumer_backward(MemorySpace::host, gather, dlogits[c].data(),
+                                    dq_gathered.data(), dg_gathered.data(), in.dh.data(),
+                                    h[c].data(), in.pointers(), weights[c].data(), rstd[c].data(),
+                                    in.query.data(), in.key_gain.data(), s);
     for (const std::vector<T>* p : {&dq, &dg})
       dparams_scattered.insert(dparams_scattered.end(), p->begin(), p->end());
     for (const std::vector<T>* p : {&dq_gathered, &dg_gathered})
@@ -206,9 +206,9 @@ double gathered_against_scattered(int d) {
     std::vector<DepthGatherTerm<T>> list;
     for (size_t c = mixes.size(); c-- > 0;)
       if (i < int(consumers[c].sources.size()) && consumers[c].sources[i] == values[i])
-        list.push_back({consumers[c].dh.data(), terms[c].data() + 2 * i, consumers[c].query.data(),
-                        consumers[c].key_gain.data(), 2 * mixes[c]});
-    if (i == 0) list.push_back({direct_dh.data(), nullptr, nullptr, nullptr, 0});
+        list.push_back({consumers[c].dh.data(), weights[c].data() + i, dlogits[c].data() + i,
+                        consumers[c].query.data(), consumers[c].key_gain.data(), mixes[c]});
+    if (i == 0) list.push_back({direct_dh.data(), nullptr, nullptr, nullptr, nullptr, 0});
     depth_softmax_gather(MemorySpace::host, gathered[i].data(), values[i].data(), list, kRows, d,
                          1e-6);
   }

@@ -1,11 +1,10 @@
 // The AttnRes depth softmax functors (depth_softmax.hpp: Forward, OnePassForward, Backward, and
-// the gathered backward's ConsumerBackward and GatherBackward) on an emulated 32-lane warp (support/emulated_warp.hpp: the GPU's lane
-// striding, per-lane register arrays of D/32 values and logits of source i kept by lane i mod 32,
-// the warp-sum butterfly, for_each_row_sum_lanes' chunks) against their run on the host's one
-// lane, dispatched as depth_softmax_forward and the backward entry points dispatch them (source
-// capacity 16, 64 or 256; the one-pass and gathered functors up to kMaxOnePassWidth, the two
-// passes beyond),
-// in float and double:
+// the gathered backward's ConsumerBackward and GatherBackward) on an emulated 32-lane warp
+// (support/emulated_warp.hpp: the GPU's lane striding, per-lane register arrays of D/32 values and
+// logits of source i kept by lane i mod 32, the warp-sum butterfly, for_each_row_sum_lanes' chunks)
+// against their run on the host's one lane, dispatched as depth_softmax_forward and the backward
+// entry points dispatch them (source capacity 16, 64 or 256; the one-pass and gathered functors up
+// to kMaxOnePassWidth, the two passes beyond), in float and double:
 // - widths below, at and above 32, not multiples of 32, at and just above each row capacity (1024,
 //   and 2048 in float), for 3 sources; 1, 31, 32, 33, 64 and 65 sources (lane i mod 32 keeps
 //   logit i; the three capacities) at d = 33; and more rows than a GPU warp's chunk of the
@@ -82,7 +81,7 @@ Results<T> forward_results(const Inputs<T>& in, bool one_pass, const Rows& launc
 // Backward, every source's gradient added. Gathered (train.fused_kernels, where the row fits the
 // registers): ConsumerBackward adds the last source's share itself (as Block AttnRes's partial
 // sum) and keeps the (w, dlogit) pairs of the others, whose gradients GatherBackward then
-// writes, source 0's from this consumer and from one that reads it directly (terms null, as
+// writes, source 0's from this consumer and from one that reads it directly (no weight, as
 // sublayer 0 reads the embedding).
 template <class T, class Rows>
 Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one_pass,
@@ -91,7 +90,7 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
   std::vector<std::vector<T>> dsources;
   for (int i = 0; i < s.sources; ++i) dsources.push_back(random_vector<T>(s.rows * s.d, 200 + i));
   std::vector<T> dquery = random_vector<T>(s.d, 4), dkey_gain = random_vector<T>(s.d, 5);
-  std::vector<T> terms(s.rows * s.sources * 2);
+  std::vector<T> dlogits(s.rows * s.sources);
   const std::vector<T> direct_dh = random_vector<T>(s.rows * s.d, 6);
   const T *h = fwd[0].values.data(), *weights = fwd[1].values.data(), *rstd = fwd[2].values.data();
   SumTargets<T> targets;
@@ -112,20 +111,19 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
     }
     with_width_capacity<T>(s.d, [&](auto width) {
       constexpr int D = decltype(width)::value;
-      launch.sum_lanes(s.rows, targets,
-                       ConsumerBackward<T, M, D>{grads, values, terms.data(), in.dh.data(), h,
-                                                 weights, rstd, in.query.data(),
-                                                 in.key_gain.data(), s.d, s.sources});
+      launch.sum_lanes(
+          s.rows, targets,
+          ConsumerBackward<T, M, D>{grads, values, dlogits.data(), in.dh.data(), h, weights, rstd,
+                                    in.query.data(), in.key_gain.data(), s.d, s.sources});
       for (int i = 0; i + 1 < s.sources; ++i) {
-        std::vector<DepthGatherTerm<T>> consumers = {
-            {in.dh.data(), terms.data() + 2 * i, in.query.data(), in.key_gain.data(),
-             2 * s.sources}};
-        if (i == 0) consumers.push_back({direct_dh.data(), nullptr, nullptr, nullptr, 0});
+        std::vector<DepthGatherTerm<T>> consumers = {{in.dh.data(), weights + i, dlogits.data() + i,
+                                                      in.query.data(), in.key_gain.data(),
+                                                      s.sources}};
+        if (i == 0) consumers.push_back({direct_dh.data(), nullptr, nullptr, nullptr, nullptr, 0});
         const int n = int(consumers.size());
-        launch.lanes(s.rows, GatherBackward<T, 16, D>{dsources[i].data(), in.sources[i].data(),
-                                                      PointerList<DepthGatherTerm<T>, 16>(
-                                                          consumers),
-                                                      s.d, n, s.eps});
+        launch.lanes(s.rows, GatherBackward<T, 16, D>{
+                                 dsources[i].data(), in.sources[i].data(),
+                                 PointerList<DepthGatherTerm<T>, 16>(consumers), s.d, n, s.eps});
       }
     });
   });
@@ -136,7 +134,7 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
   return {{name + "dsources", all_dsources},
           {name + "dquery", dquery},
           {name + "dkey_gain", dkey_gain},
-          {name + "terms", terms}};
+          {name + "dlogits", dlogits}};
 }
 
 template <class T>

@@ -200,9 +200,10 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   // Its re-run writes the same group sums and partial sums again.
   void save_block_input(Backbone<T>&, int p) override { saved_[p] = partial_at_; }
   void restore_block_input(Backbone<T>&, int p) override { partial_at_ = saved_[p]; }
-  // Frees the sublayers' core inputs and norm statistics, the FFN's input mix (consumer 2p + 1)
-  // and the attention's partial sum, which only that mix and the FFN's partial sum read, unless
-  // it is a group sum; the re-run computes them again.
+  // Frees the sublayers' core inputs and norm statistics, the FFN's input mix (consumer 2p + 1;
+  // its softmax weights, rows × sources values, stay for the gathered backward, which reads them
+  // after this block's) and the attention's partial sum, which only that mix and the FFN's
+  // partial sum read, unless it is a group sum; the re-run computes them again.
   void release_block(Backbone<T>&, int p) override {
     for (int k : {2 * p, 2 * p + 1}) {
       u_[k] = {};
@@ -210,7 +211,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     }
     if ((2 * p + 1) % S_ != 0) partials_[2 * p] = {};
     Mix& ffn_mix = mixes_[2 * p + 1];
-    for (Buffer<T>* b : {&ffn_mix.h, &ffn_mix.weights, &ffn_mix.rstd}) *b = {};
+    for (Buffer<T>* b : {&ffn_mix.h, &ffn_mix.rstd}) *b = {};
   }
 
   // [sources × consumers] as ResidualDesign documents: the depth-softmax weight each consumer
@@ -282,9 +283,9 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     std::vector<Ref> refs;
     int partial_of = -1;  // the sublayer whose partial sum (partials_) this mix read
     Buffer<T> h, weights, rstd;
-    // Gathered backward: (w_i, dlogit_i) per token and source, for the sources' gathers, which
-    // run after this mix's backward (and after release_block freed its weights).
-    Buffer<T> terms;
+    // Gathered backward: dlogit_i per token and source, which the sources' gathers read with the
+    // weights after this mix's backward.
+    Buffer<T> dlogits;
   };
 
   // The gathered backward (train.fused_kernels, rows that fit a lane's registers).
@@ -383,13 +384,13 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     for (int c = K_; c >= 0; --c) {
       const Mix& m = mixes_[c];
       if (m.kind == Mix::kEmbedding && source.kind == Ref::kEmbedding)
-        consumers.push_back({dh_[c].data(), nullptr, nullptr, nullptr, 0});
+        consumers.push_back({dh_[c].data(), nullptr, nullptr, nullptr, nullptr, 0});
       if (m.kind != Mix::kMix) continue;
       const int sources = int(m.refs.size());
       for (int i = 0; i < sources; ++i)
         if (m.refs[i].kind == source.kind && m.refs[i].group == source.group)
-          consumers.push_back({dh_[c].data(), m.terms.data() + 2 * i, net.value(m.query),
-                               net.value(m.key_norm), 2 * sources});
+          consumers.push_back({dh_[c].data(), m.weights.data() + i, m.dlogits.data() + i,
+                               net.value(m.query), net.value(m.key_norm), sources});
     }
     depth_softmax_gather(net.ops().space(), dv, v, consumers, net.rows(), net.d(),
                          net.config().norm_eps);
@@ -412,15 +413,15 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
         const Ref& r = m.refs[i];
         values[i] = source_value(m, r);
         // Gathered, the partial sum (this consumer's own snapshot) still gets its share here.
-        grads[i] = r.kind == Ref::kPartial ? dpartial_[r.group].data()
-                   : gather                ? nullptr
+        grads[i] = r.kind == Ref::kPartial     ? dpartial_[r.group].data()
+                   : gather                    ? nullptr
                    : r.kind == Ref::kEmbedding ? demb_.data()
                                                : dgroup_[r.group].data();
       }
       const DepthMixShape shape{net.rows(), net.d(), sources, net.config().norm_eps};
       if (gather) {
-        m.terms.resize(net.rows() * 2 * sources);
-        depth_softmax_consumer_backward(net.ops().space(), grads, m.terms.data(),
+        m.dlogits.resize(net.rows() * sources);
+        depth_softmax_consumer_backward(net.ops().space(), grads, m.dlogits.data(),
                                         net.grad(m.query), net.grad(m.key_norm), dh_[c].data(),
                                         m.h.data(), values, m.weights.data(), m.rstd.data(),
                                         net.value(m.query), net.value(m.key_norm), shape);

@@ -44,9 +44,11 @@ constexpr int kMaxDepthSources = 256;
 // the source alone, the same for every consumer).
 template <class T>
 struct DepthGatherTerm {
-  const T* dh;     // the consumer's ∂/∂h [rows, d]
-  const T* terms;  // its (w, dlogit) of this source at terms[r·stride]; null: h is the source
-                   // itself (weight 1, no key), as the embedding for sublayer 0
+  const T* dh;  // the consumer's ∂/∂h [rows, d]
+  // Its softmax weight of this source (the forward's weights) and the logit's gradient
+  // (ConsumerBackward's dlogits), at [r·stride]; weight null: h is the source itself (weight 1,
+  // no key), as the embedding for sublayer 0.
+  const T *weight, *dlogit;
   const T *query, *key_gain;
   int stride;
 };
@@ -266,16 +268,16 @@ struct Backward {
 // columns. As Σ_k w_k·dw_k = dh·Σ_k w_k·v_k = dh·h, the forward's output h gives each source's
 // dlogit_i = w_i·(dh·v_i − dh·h) as soon as v_i is read: a lane loads its columns of v_i once
 // and they serve dw_i and the query and key-gain terms. The source gradients are not written
-// here: each source collects its consumers' shares once, in GatherBackward, from the pair
-// (w_i, dlogit_i) kept in terms [rows, m, 2]. A source with a gradient pointer (Block AttnRes's
-// partial sum, which has this one consumer) gets its share added here instead, as the two-pass
-// Backward adds it. Backward's sums otherwise, in its order; the results differ from Backward's
-// by rounding (dh·h is summed from h rounded to T instead of from the dw_k).
+// here: each source collects its consumers' shares once, in GatherBackward, from w_i (the
+// forward's weights) and dlogit_i, kept in dlogits [rows, m]. A source with a gradient pointer
+// (Block AttnRes's partial sum, which has this one consumer) gets its share added here instead, as
+// the two-pass Backward adds it. Backward's sums otherwise, in its order; the results differ from
+// Backward's by rounding (dh·h is summed from h rounded to T instead of from the dw_k).
 template <class T, int M, int D>
 struct ConsumerBackward {
   PointerList<T*, M> dsources;  // null: the source's share is gathered later
   PointerList<const T*, M> sources;
-  T* terms;
+  T* dlogits;
   const T *dh, *h, *weights, *rstd, *query, *key_gain;
   int d, m;
   template <class Lanes>
@@ -302,10 +304,7 @@ struct ConsumerBackward {
         dw += double(dhr[j]) * value[c];
       }
       const double dlogit = w * (lanes.sum(dw) - mean_dw);
-      if (lanes.leader()) {
-        terms[(r * m + i) * 2] = T(w);
-        terms[(r * m + i) * 2 + 1] = T(dlogit);
-      }
+      if (lanes.leader()) dlogits[r * m + i] = T(dlogit);
       // Σ_j dK_j g_j v_j, as Backward, only for a share added here (on the host a serial sum,
       // the slow part of the loop).
       const bool adds = dsources[i] != nullptr;
@@ -361,7 +360,7 @@ struct GatherBackward {
     for (int k = 0; k < n; ++k) {
       const DepthGatherTerm<T> t = consumers[k];
       const T* dhr = t.dh + r * d;
-      if (t.terms == nullptr) {
+      if (t.weight == nullptr) {
         DB_DEVICE_UNROLL
         for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
           if (c >= columns) break;
@@ -369,7 +368,7 @@ struct GatherBackward {
         }
         continue;
       }
-      const double w = t.terms[r * t.stride], dlogit = t.terms[r * t.stride + 1];
+      const double w = t.weight[r * t.stride], dlogit = t.dlogit[r * t.stride];
       double dot = 0;
       DB_DEVICE_UNROLL
       for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
@@ -395,9 +394,9 @@ struct GatherBackward {
 // holds m entries of a list: a consumer's sources, a source's consumers (GatherBackward).
 template <class Run>
 void with_list_capacity(int m, const char* what, const Run& run) {
-  DB_REQUIRE(m >= 1 && m <= kMaxDepthSources, std::to_string(m) + " " + what +
-                                                   " exceed the capacity " +
-                                                   std::to_string(kMaxDepthSources));
+  DB_REQUIRE(
+      m >= 1 && m <= kMaxDepthSources,
+      std::to_string(m) + " " + what + " exceed the capacity " + std::to_string(kMaxDepthSources));
   if (m <= 16)
     run(std::integral_constant<int, 16>{});
   else if (m <= 64)
@@ -461,10 +460,10 @@ void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, 
   targets.add(dquery, s.d).add(dkey_gain, s.d);
   with_list_capacity(s.sources, "depth sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    for_each_row_sum_lanes(space, s.rows, targets,
-                           Backward<T, M>{PointerList<T*, M>(dsources),
-                                          PointerList<const T*, M>(sources), dh, weights, rstd,
-                                          query, key_gain, s.d, s.sources});
+    for_each_row_sum_lanes(
+        space, s.rows, targets,
+        Backward<T, M>{PointerList<T*, M>(dsources), PointerList<const T*, M>(sources), dh, weights,
+                       rstd, query, key_gain, s.d, s.sources});
   });
 }
 
@@ -475,11 +474,12 @@ bool depth_softmax_gathers(int d) {
   return d <= kMaxOnePassWidth<T>;
 }
 
-// The gathered backward, consumer side (ConsumerBackward): dquery, dkey_gain added; terms
-// [rows, sources, 2] written for depth_softmax_gather; the gradients of the sources with a
-// non-null dsources entry added (the others are gathered later). Reads h, the forward's output.
+// The gathered backward, consumer side (ConsumerBackward): dquery, dkey_gain added; dlogits
+// [rows, sources] written for depth_softmax_gather (with the forward's weights); the gradients of
+// the sources with a non-null dsources entry added (the others are gathered later). Reads h, the
+// forward's output.
 template <class T>
-void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& dsources, T* terms,
+void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& dsources, T* dlogits,
                                      T* dquery, T* dkey_gain, const T* dh, const T* h,
                                      const std::vector<const T*>& sources, const T* weights,
                                      const T* rstd, const T* query, const T* key_gain,
@@ -495,14 +495,14 @@ void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& d
     with_width_capacity<T>(s.d, [&](auto width) {
       constexpr int D = decltype(width)::value;
       for_each_row_sum_lanes(space, s.rows, targets,
-                             ConsumerBackward<T, M, D>{grads, values, terms, dh, h, weights, rstd,
+                             ConsumerBackward<T, M, D>{grads, values, dlogits, dh, h, weights, rstd,
                                                        query, key_gain, s.d, s.sources});
     });
   });
 }
 
 // The gathered backward, source side: dv [rows, d] (written) of the source v from its
-// consumers' terms (GatherBackward); eps is the forward's.
+// consumers' weights and dlogits (GatherBackward); eps is the forward's.
 template <class T>
 void depth_softmax_gather(MemorySpace space, T* dv, const T* v,
                           const std::vector<DepthGatherTerm<T>>& consumers, int64_t rows, int d,
