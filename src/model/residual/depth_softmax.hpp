@@ -34,8 +34,8 @@ struct DepthMixShape {
 // per-source arrays live in each GPU thread's local memory, which the device reserves for every
 // thread it can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass
 // functors keep 8 scalars a thread at most, in registers. A source's list of consumers
-// (GatherBackward: the embedding's is 2L + 1 long) has the same capacities: 40 bytes an entry,
-// 10 KiB of kernel parameters at 256 (CUDA ≥ 12.1 takes 32 KiB).
+// (GatherBackward: the embedding's is 2L + 1 long) has the same capacities: 48 bytes an entry,
+// 12 KiB of kernel parameters at 256 (CUDA ≥ 12.1 takes 32 KiB).
 constexpr int kMaxDepthSources = 256;
 
 // A source's gradient from all its consumers c at once (GatherBackward): per token
