@@ -32,16 +32,4 @@ bool parse_fused_kernels(const std::string& name) {
   throw Error("unknown train.fused_kernels value '" + name + "' (valid: on, off)");
 }
 
-bool stores_bf16(const OpsOptions& options, bool gpu) {
-  switch (options.activation_dtype) {
-    case ActivationDtype::fp32:
-      return false;
-    case ActivationDtype::bf16:
-      return true;
-    case ActivationDtype::automatic:
-      break;
-  }
-  return gpu && options.precision == Precision::bf16;
-}
-
 }  // namespace db

@@ -73,7 +73,18 @@ struct OpsOptions {
   bool fused_kernels = true;
 };
 
-// Whether a model stores its cores' activations in bf16, on a GPU backend's ops or not.
-bool stores_bf16(const OpsOptions& options, bool gpu);
+// Whether a model stores its cores' activations in bf16, on a GPU backend's ops or not (and the
+// GPU's bf16 head its logits). Inline, as above: the CUDA library asks too.
+inline bool stores_bf16(const OpsOptions& options, bool gpu) {
+  switch (options.activation_dtype) {
+    case ActivationDtype::fp32:
+      return false;
+    case ActivationDtype::bf16:
+      return true;
+    case ActivationDtype::automatic:
+      break;
+  }
+  return gpu && options.precision == Precision::bf16;
+}
 
 }  // namespace db

@@ -47,8 +47,12 @@ MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   MemoryEstimate e;
   e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);  // values, gradients, bf16 copy
   e.optimizer_bytes = 2 * 4 * params;
-  // At the head one chunk of logits and their gradient.
-  e.activations_bytes = tokens * per_token_blocks + 4 * 2.0 * head_rows * m.vocab_size;
+  // At the head one chunk of logits, their gradient written over them (fp32; bf16 in a CUDA
+  // bf16 run with bf16 storage) or, in a CUDA bf16 run with fp32 storage, into a bf16 chunk of
+  // its own (ops/cuda/cross_entropy.hpp).
+  const bool gpu_bf16_head = config.backend == "cuda" && config.precision == "bf16";
+  const double logit_bytes = !gpu_bf16_head ? 4.0 : bf16 ? 2.0 : 4.0 + 2.0;
+  e.activations_bytes = tokens * per_token_blocks + logit_bytes * head_rows * m.vocab_size;
   // cuDNN's deterministic attention backward takes a bf16 dP [B, H, T, T] from the pool, one
   // attention call at a time (doc/cuda.md), when a bf16 CUDA run may pick cuDNN.
   const AttentionPath path = parse_attention_path(config.attention);

@@ -130,9 +130,11 @@ BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_one_weig
     const double core = 4.0 * m.d_model + 3.0 * m.ff_dim();
     const double saved_per_block =
         4.0 * core - 2.0 * (core + 2.0 * m.d_model) + 2.0 * d.stored_values_per_token(m);
+    // The head's logits chunk: fp32 with a bf16 gradient beside it, against bf16 in place.
+    const double head_saved = (6.0 - 2.0) * tokens(fp32) * m.vocab_size;
     const MemoryEstimate wide = estimate_memory(fp32), narrow = estimate_memory(bf16);
     BOOST_TEST(wide.activations_bytes - narrow.activations_bytes ==
-                   tokens(fp32) * m.n_layer * saved_per_block,
+                   tokens(fp32) * m.n_layer * saved_per_block + head_saved,
                d.name);
     BOOST_TEST(narrow.weights_bytes - wide.weights_bytes == 2.0 * double(count_parameters(m).total),
                d.name);
@@ -146,6 +148,30 @@ BOOST_AUTO_TEST_CASE(bf16_storage_halves_the_cores_activations_and_adds_one_weig
   RunConfig cpu_fp32 = cpu;
   cpu_fp32.activation_dtype = "fp32";
   BOOST_TEST(estimate_memory(cpu).activations_bytes == estimate_memory(cpu_fp32).activations_bytes);
+}
+
+// The LM head holds one chunk of logits (4 096 rows on a GPU, 256 on the CPU) and their
+// gradient: fp32 in place; in a CUDA bf16 run bf16 in place, or with fp32 storage fp32 logits and
+// a bf16 gradient beside them. Only the head's bytes grow with the vocabulary.
+BOOST_AUTO_TEST_CASE(the_head_counts_its_logits_in_the_type_it_writes) {
+  const auto bytes_per_logit = [](const std::string& backend, const std::string& precision,
+                                  const std::string& storage) {
+    RunConfig c = config_of("pre_ln");
+    c.recipe.micro_batch_sequences = 32;
+    c.recipe.seq_len = 256;  // 8 192 tokens: chunks of 4 096 rows on a GPU, 256 on the CPU
+    c.backend = backend;
+    c.precision = precision;
+    c.activation_dtype = storage;
+    RunConfig wider = c;
+    wider.model.vocab_size += 1000;
+    const double rows = backend == "cuda" ? 4096.0 : 256.0;
+    return (estimate_memory(wider).activations_bytes - estimate_memory(c).activations_bytes) /
+           (1000.0 * rows);
+  };
+  BOOST_TEST(bytes_per_logit("cuda", "bf16", "auto") == 2.0);
+  BOOST_TEST(bytes_per_logit("cuda", "bf16", "fp32") == 6.0);
+  BOOST_TEST(bytes_per_logit("cuda", "fp32", "auto") == 4.0);
+  BOOST_TEST(bytes_per_logit("cpu", "bf16", "bf16") == 4.0);
 }
 
 // MoDA keeps its depth pools in the cores' type: 2 bytes per value under bf16 storage, in every

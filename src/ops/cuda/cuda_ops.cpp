@@ -29,7 +29,8 @@ class CudaOps final : public Ops<float> {
       : gemm_(size_t(32) << 20, /*bf16_math=*/options.precision == Precision::bf16),
         attention_(options.attention, options.precision),
         graphs_(options.cuda_graphs),
-        precision_(options.precision) {}
+        precision_(options.precision),
+        head_logits_(stores_bf16(options, /*gpu=*/true) ? HeadLogits::bf16 : HeadLogits::fp32) {}
   MemorySpace space() const override { return cuda_memory_space(); }
   const char* name() const override { return "cuda"; }
   std::string attention_paths() const override { return attention_.report(); }
@@ -133,15 +134,15 @@ class CudaOps final : public Ops<float> {
                      const HeadShape& s, float* dh, float* dW, double grad_scale) override {
     // bf16: bf16 operands and dlogits instead of fp32 ones rounded inside cuBLAS (doc/cuda.md).
     if (precision_ == Precision::bf16)
-      lm_head_cross_entropy_add_in_bf16(gemm_, loss_sum, h, W, targets, s, dh, dW, grad_scale,
-                                        stream());
+      lm_head_cross_entropy_add_in_bf16(gemm_, loss_sum, h, W, targets, s, head_logits_, dh, dW,
+                                        grad_scale, stream());
     else
       lm_head_cross_entropy_add(gemm_, loss_sum, h, W, targets, s, dh, dW, grad_scale, stream());
   }
   void cross_entropy_rows(double* losses, const float* h, const float* W, const int32_t* targets,
                           const HeadShape& s) override {
     if (precision_ == Precision::bf16)
-      lm_head_row_losses_in_bf16(gemm_, losses, h, W, targets, s, stream());
+      lm_head_row_losses_in_bf16(gemm_, losses, h, W, targets, s, head_logits_, stream());
     else
       lm_head_row_losses(gemm_, losses, h, W, targets, s, stream());
   }
@@ -192,7 +193,8 @@ class CudaOps final : public Ops<float> {
   RopeCache rope_;
   MicroBatchGraphs graphs_;  // train.cuda_graphs
   TokenUpload tokens_;
-  Precision precision_;  // bf16: the LM head runs on bf16 operands
+  Precision precision_;     // bf16: the LM head runs on bf16 operands
+  HeadLogits head_logits_;  // and, under bf16 activation storage, writes bf16 logits
   // Last: it refers to the members above (destroyed first). Made on first use.
   std::unique_ptr<CudaBf16Storage> bf16_storage_;
 };
