@@ -46,15 +46,17 @@ void for_each_index(int64_t count, const F& f) {
 }
 
 // One thread per chunk of kRowsPerChunk rows: its rows in order into its own row of partials.
+// Grid-stride over the chunks, since blocks_for caps the grid.
 template <class F>
 __global__ void chunk_sums_kernel(int64_t rows, int width, double* partials, F f) {
-  const int64_t chunk = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t begin = chunk * kRowsPerChunk;
-  if (begin >= rows) return;
-  double* sums = partials + chunk * width;
-  for (int j = 0; j < width; ++j) sums[j] = 0.0;
-  const int64_t end = begin + kRowsPerChunk < rows ? begin + kRowsPerChunk : rows;
-  for (int64_t r = begin; r < end; ++r) f(r, sums);
+  for (int64_t chunk = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; chunk * kRowsPerChunk < rows;
+       chunk += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t begin = chunk * kRowsPerChunk;
+    double* sums = partials + chunk * width;
+    for (int j = 0; j < width; ++j) sums[j] = 0.0;
+    const int64_t end = begin + kRowsPerChunk < rows ? begin + kRowsPerChunk : rows;
+    for (int64_t r = begin; r < end; ++r) f(r, sums);
+  }
 }
 
 // One thread per column: the chunks in order (as the host loop), then one add into the target.
@@ -93,16 +95,19 @@ void for_each_row_lanes(int64_t rows, const F& f) {
 }
 
 // One warp per chunk of kRowsPerWarpChunk rows, in order, into the chunk's row of partials.
+// Grid-stride over the chunks (blocks_for caps the grid); a warp's lanes take the same chunks.
 template <class F>
 __global__ void chunk_sums_lanes_kernel(int64_t rows, int width, double* partials, F f) {
-  const int64_t chunk = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
-  const int64_t begin = chunk * kRowsPerWarpChunk;
-  if (begin >= rows) return;  // the whole warp
-  double* sums = partials + chunk * width;
-  for (int j = threadIdx.x & 31; j < width; j += 32) sums[j] = 0.0;
-  __syncwarp();
-  const int64_t end = begin + kRowsPerWarpChunk < rows ? begin + kRowsPerWarpChunk : rows;
-  for (int64_t r = begin; r < end; ++r) f(r, sums, WarpLanes{});
+  const int64_t stride = int64_t(gridDim.x) * kWarpsPerBlock;
+  for (int64_t chunk = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32;
+       chunk * kRowsPerWarpChunk < rows; chunk += stride) {
+    const int64_t begin = chunk * kRowsPerWarpChunk;
+    double* sums = partials + chunk * width;
+    for (int j = threadIdx.x & 31; j < width; j += 32) sums[j] = 0.0;
+    __syncwarp();
+    const int64_t end = begin + kRowsPerWarpChunk < rows ? begin + kRowsPerWarpChunk : rows;
+    for (int64_t r = begin; r < end; ++r) f(r, sums, WarpLanes{});
+  }
 }
 
 // The partials of `chunks` chunks of rows, written by fill(partials, stream), added in chunk

@@ -97,7 +97,9 @@ RopeTable::RopeTable(int seq_len_, int head_dim_, double theta)
 }
 
 const RopeTable& RopeCache::table(int seq_len, int head_dim, double theta, cudaStream_t stream) {
-  if (seq_len != table_.seq_len || head_dim != table_.head_dim || theta != theta_) {
+  // A longer table serves a shorter sequence (rows are positions): rebuilding for every change of
+  // length would synchronise, and end a capture, each time lengths alternate.
+  if (seq_len > table_.seq_len || head_dim != table_.head_dim || theta != theta_) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
     table_ = RopeTable(seq_len, head_dim, theta);
     note_buffer_release();

@@ -16,8 +16,9 @@ struct RopeTable {
   RopeTable(int seq_len, int head_dim, double theta);
 };
 
-// The table of the (seq_len, head_dim, theta) last asked for, rebuilt when they change: one per
-// ops object, shared by its fp32 ops and its bf16 storage ops (cuda_ops.cpp).
+// A table for the (head_dim, theta) last asked for and at least the longest seq_len asked for
+// since, rebuilt when a longer sequence, another head_dim or another theta is asked for: one
+// per ops object, shared by its fp32 ops and its bf16 storage ops (cuda_ops.cpp).
 class RopeCache {
  public:
   // Rebuilding waits for `stream` (queued kernels may still read the old table) and tells the
