@@ -8,8 +8,9 @@
 # depthbench / PyTorch. Then issue 22's levers one at a time: Pre-LN at L = 24 with one lever
 # switched off (the table "Pre-LN L = 24, one lever off", against the main table's Pre-LN row,
 # every lever at its default), and the per-op time breakdown of one Pre-LN step at L = 24
-# (`depthbench bench --breakdown`: CUDA events around every op), taken in the cuda_graphs = off
-# run (a timed model runs eagerly). train.reduce_bucket_mb (lever 5) needs two GPUs or more: it
+# (`depthbench bench --breakdown`: CUDA events around every op and every design kernel), taken
+# in the cuda_graphs = off run (a timed model runs eagerly), and the same of the designs with
+# kernels of their own (BREAKDOWNS). train.reduce_bucket_mb (lever 5) needs two GPUs or more: it
 # has no row in this one-GPU table.
 #
 # usage: bench/gpu_speed.sh [--short] [--cpu-smoke] [--out DIR]
@@ -34,7 +35,10 @@
 #   --train.KEY VALUE at L = 24, DESIGN default pre_ln; default "attention=reference
 #   activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32
 #   attnres_full:fused_kernels=off hc:fused_kernels=off", --short
-#   "activation_dtype=fp32", --cpu-smoke the first three and hc:activation_dtype=fp32).
+#   "activation_dtype=fp32", --cpu-smoke the first three and hc:activation_dtype=fp32),
+# BREAKDOWNS (the designs besides Pre-LN whose L = 24 step is also broken down, in a
+#   cuda_graphs = off row of the lever table each; default those of DESIGNS with kernels of
+#   their own: moda hc mhc attnres_full attnres_block; --short none, for its time).
 # Example: BENCH_ARGS="--train.attention flash --train.micro_batch 4" bench/gpu_speed.sh --short
 # Exit status: 0 when the Pre-LN row at L = 24 was measured, 1 otherwise, 2 for bad arguments.
 set -uo pipefail
@@ -77,6 +81,15 @@ elif ((SHORT)); then
   LEVERS=${LEVERS-"activation_dtype=fp32"}
 else
   LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32 attnres_full:fused_kernels=off hc:fused_kernels=off"}
+fi
+if ((SHORT)); then
+  BREAKDOWNS=${BREAKDOWNS-}
+else
+  own_kernels=""
+  for design in $DESIGNS; do
+    [[ " moda hc mhc attnres_full attnres_block " == *" $design "* ]] && own_kernels+="$design "
+  done
+  BREAKDOWNS=${BREAKDOWNS-$own_kernels}
 fi
 for lever in $LEVERS; do
   [[ $lever =~ ^([a-z_0-9]+:)?[a-z_0-9]+=[^=]+$ ]] ||
@@ -236,6 +249,7 @@ if ((SHORT)); then
   levers
   theirs L24 pre_ln eager
   theirs L24 pre_ln compile
+  for design in $BREAKDOWNS; do ours L24 "$design" cuda_graphs=off --breakdown; done
 else
   for shape in L24 L70; do
     for design in $DESIGNS; do
@@ -243,7 +257,7 @@ else
     done
   done
   ours 1p6b pre_ln
-  ours L24 pre_ln cuda_graphs=off --breakdown
+  for design in pre_ln $BREAKDOWNS; do ours L24 "$design" cuda_graphs=off --breakdown; done
   levers
   for shape in L24 L70; do
     for design in $DESIGNS; do

@@ -212,7 +212,7 @@ def main():
         for s in sorted(r["breakdown"], key=lambda s: -s["ms"]):
             print(f"| {s['section']} | {s['calls']} | {s['ms']:.2f} | "
                   f"{100 * s['ms'] / step if step else 0:.1f}% |")
-        print(f"| other: design launchers, copies, host gaps | | {step - timed:.2f} | "
+        print(f"| other: host work, gaps | | {step - timed:.2f} | "
               f"{100 * (step - timed) / step if step else 0:.1f}% |")
     return 0
 

@@ -90,12 +90,12 @@ void print_bench_breakdown(const BenchResult& r, const char* timer_kind) {
   auto percent = [&](double ms) { return step > 0 ? 100 * ms / step : 0.0; };
   std::printf("breakdown of one step of %s (%s): %.2f ms\n", r.config.model.arch.c_str(),
               timer_kind, step);
-  std::printf("  %-34s %7s %11s %8s\n", "section", "calls", "ms", "% step");
+  std::printf("  %-42s %7s %11s %8s\n", "section", "calls", "ms", "% step");
   for (const auto& s : sections)
-    std::printf("  %-34s %7lld %11.3f %7.1f%%\n", s.section.c_str(), (long long)s.calls,
+    std::printf("  %-42s %7lld %11.3f %7.1f%%\n", s.section.c_str(), (long long)s.calls,
                 s.milliseconds, percent(s.milliseconds));
-  std::printf("  %-34s %7s %11.3f %7.1f%%\n", "other (launchers, copies, host gaps)", "",
-              step - timed, percent(step - timed));
+  std::printf("  %-42s %7s %11.3f %7.1f%%\n", "other (host work, gaps)", "", step - timed,
+              percent(step - timed));
 }
 
 }  // namespace db::app

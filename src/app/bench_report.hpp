@@ -34,7 +34,8 @@ void print_bench_text(const BenchResult& r);
 // One line: {"arch": ..., "tokens_per_second": ..., ...}.
 void print_bench_json(const BenchResult& r);
 // The sections sorted by time, each with calls, ms and % of the step; the rest of the step
-// ("other": design launchers, copies, host gaps) last.
+// ("other": host work and the gaps between launches) last; the designs' own kernels have
+// sections of their own (ops/launch_timer.hpp).
 void print_bench_breakdown(const BenchResult& r, const char* timer_kind);
 
 }  // namespace db::app

@@ -18,6 +18,7 @@
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "ops/backend.hpp"
+#include "ops/launch_timer.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "train/adamw.hpp"
 #include "train/run_config.hpp"
@@ -209,6 +210,7 @@ int run_bench_command(int argc, char** argv) {
   if (timer) {
     timer->clear();
     timer->set_recording(true);
+    const LaunchTimerScope design_kernels(*timer);  // the designs' launches, by functor
     result.breakdown_step_ms = timed_steps(1);
     result.breakdown = timer->totals();
     timer->set_recording(false);

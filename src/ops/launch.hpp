@@ -18,6 +18,7 @@
 #include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "ops/lanes.hpp"
+#include "ops/launch_timer.hpp"
 
 #if defined(__CUDACC__)
 #include "ops/cuda/launch.cuh"
@@ -50,10 +51,10 @@ struct SumTargets {
   }
 };
 
-// f(i) for every i in [0, count), in parallel (no order between indices).
+namespace detail {
+// for_each_index without the launch timer (a launcher's own inner loop).
 template <class F>
-void for_each_index(MemorySpace space, int64_t count, const F& f) {
-  if (count <= 0) return;
+void index_loop(MemorySpace space, int64_t count, const F& f) {
   if (space == MemorySpace::host) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < count; ++i) f(i);
@@ -66,6 +67,17 @@ void for_each_index(MemorySpace space, int64_t count, const F& f) {
       "for_each_index on device memory from a file not compiled by nvcc (CMake: "
       "depthbench_device_sources)");
 #endif
+}
+}  // namespace detail
+
+// Every launcher below runs inside timed_launch (ops/launch_timer.hpp): untimed unless
+// `depthbench bench --breakdown` times its step.
+
+// f(i) for every i in [0, count), in parallel (no order between indices).
+template <class F>
+void for_each_index(MemorySpace space, int64_t count, const F& f) {
+  if (count <= 0) return;
+  timed_launch<F>([&] { detail::index_loop(space, count, f); });
 }
 
 // f(r, e) for every row r < rows and value e < width: on the host a parallel loop over rows with
@@ -80,31 +92,35 @@ struct RowElement {
 template <class F>
 void for_each_row_element(MemorySpace space, int64_t rows, int width, const F& f) {
   if (rows <= 0 || width <= 0) return;
-  if (space == MemorySpace::host) {
+  timed_launch<F>([&] {
+    if (space == MemorySpace::host) {
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int e = 0; e < width; ++e) f(r, e);
-    return;
-  }
-  for_each_index(space, rows * width, RowElement<F>{f, width});
+      for (int64_t r = 0; r < rows; ++r)
+        for (int e = 0; e < width; ++e) f(r, e);
+      return;
+    }
+    detail::index_loop(space, rows * width, RowElement<F>{f, width});
+  });
 }
 
 // f(r, lanes) for every row r < rows, in parallel (no order between rows); lanes: ops/lanes.hpp.
 template <class F>
 void for_each_row_lanes(MemorySpace space, int64_t rows, const F& f) {
   if (rows <= 0) return;
-  if (space == MemorySpace::host) {
+  timed_launch<F>([&] {
+    if (space == MemorySpace::host) {
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) f(r, HostLanes{});
-    return;
-  }
+      for (int64_t r = 0; r < rows; ++r) f(r, HostLanes{});
+      return;
+    }
 #if defined(__CUDACC__)
-  cuda_launch::for_each_row_lanes(rows, f);
+    cuda_launch::for_each_row_lanes(rows, f);
 #else
-  throw Error(
-      "for_each_row_lanes on device memory from a file not compiled by nvcc (CMake: "
-      "depthbench_device_sources)");
+    throw Error(
+        "for_each_row_lanes on device memory from a file not compiled by nvcc (CMake: "
+        "depthbench_device_sources)");
 #endif
+  });
 }
 
 namespace detail {
@@ -132,14 +148,16 @@ void host_row_sums(int64_t rows, const SumTargets<T>& targets, const G& g) {
 template <class T, class F>
 void for_each_row_sum(MemorySpace space, int64_t rows, const SumTargets<T>& targets, const F& f) {
   if (rows <= 0) return;
-  if (space == MemorySpace::host) return detail::host_row_sums(rows, targets, f);
+  timed_launch<F>([&] {
+    if (space == MemorySpace::host) return detail::host_row_sums(rows, targets, f);
 #if defined(__CUDACC__)
-  cuda_launch::for_each_row_sum(rows, targets, f);
+    cuda_launch::for_each_row_sum(rows, targets, f);
 #else
-  throw Error(
-      "for_each_row_sum on device memory from a file not compiled by nvcc (CMake: "
-      "depthbench_device_sources)");
+    throw Error(
+        "for_each_row_sum on device memory from a file not compiled by nvcc (CMake: "
+        "depthbench_device_sources)");
 #endif
+  });
 }
 
 // for_each_row_sum for a functor f(r, sums, lanes) whose row is shared by lanes (above): a lane
@@ -150,16 +168,18 @@ template <class T, class F>
 void for_each_row_sum_lanes(MemorySpace space, int64_t rows, const SumTargets<T>& targets,
                             const F& f) {
   if (rows <= 0) return;
-  if (space == MemorySpace::host)
-    return detail::host_row_sums(rows, targets,
-                                 [&](int64_t r, double* sums) { f(r, sums, HostLanes{}); });
+  timed_launch<F>([&] {
+    if (space == MemorySpace::host)
+      return detail::host_row_sums(rows, targets,
+                                   [&](int64_t r, double* sums) { f(r, sums, HostLanes{}); });
 #if defined(__CUDACC__)
-  cuda_launch::for_each_row_sum_lanes(rows, targets, f);
+    cuda_launch::for_each_row_sum_lanes(rows, targets, f);
 #else
-  throw Error(
-      "for_each_row_sum_lanes on device memory from a file not compiled by nvcc (CMake: "
-      "depthbench_device_sources)");
+    throw Error(
+        "for_each_row_sum_lanes on device memory from a file not compiled by nvcc (CMake: "
+        "depthbench_device_sources)");
 #endif
+  });
 }
 
 // A fixed-capacity list of pointers, passed by value into a functor (so into a kernel's

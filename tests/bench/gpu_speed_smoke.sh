@@ -3,9 +3,10 @@
 # PyTorch columns ("—" for a design the reference lacks and for torch.compile where torch has
 # none), the ratios against Pre-LN, the lever table (one lever off per row, what each row ran;
 # BENCH_ARGS sets bf16 activations on every command, so activation_dtype=fp32 really changes
-# the computation), the per-op breakdown; a bad BENCH_ARGS stops the script with status 2; a
-# depthbench that fails gives "failed" rows, the reason, and exit status 1; the lever table's
-# GPU cells (attention fallback, failed capture, skipped row) from a made-up results file.
+# the computation), the per-op breakdowns (Pre-LN; HC with its kernels by functor); a bad
+# BENCH_ARGS stops the script with status 2; a depthbench that fails gives "failed" rows, the
+# reason, and exit status 1; the lever table's GPU cells (attention fallback, failed capture,
+# skipped row) from a made-up results file.
 # usage: gpu_speed_smoke.sh DEPTHBENCH PYTHON SOURCE_DIR WORK_DIR
 set -euo pipefail
 depthbench=$1 python=$2 root=$3 work=$4
@@ -58,9 +59,15 @@ grep '"variant": "recompute=blocks"' "$work/ok/gpu_speed.jsonl" | grep -q '"reco
 grep -q "^### One pre_ln step op by op" "$table" || fail "breakdown title"
 grep -qE '^\| linear_forward \| 14 \| [0-9.]+ \| [0-9.]+% \|$' "$table" || fail "breakdown: 7 products × 2 blocks"
 grep -qE '^\| bf16_narrow \| [0-9]+ \|' "$table" || fail "breakdown: the bf16 roundings"
-grep -q '^| other: design launchers, copies, host gaps |' "$table" || fail "breakdown: the rest of the step"
-(($(wc -l <"$work/ok/gpu_speed.jsonl") == 20)) ||
-  fail "gpu_speed.jsonl: 5 depthbench + 5 lever + 10 PyTorch lines (2 modes each) expected"
+grep -q '^| other: host work, gaps |' "$table" || fail "breakdown: the rest of the step"
+# HC's too (BREAKDOWNS defaults to the designs with kernels of their own): its stream kernels,
+# timed by functor, and its cuda_graphs=off row in the lever table.
+grep -q "^### One hc step op by op" "$table" || fail "hc breakdown title"
+grep -qE '^\| stream_kernels::MixGrads \| 4 \| [0-9.]+ \| [0-9.]+% \|$' "$table" ||
+  fail "hc breakdown: the mix backward, by functor, once per sublayer (2 blocks)"
+lever_row hc cuda_graphs=off "[0-9.]+×" bf16 "off \(ops timed\)"
+(($(wc -l <"$work/ok/gpu_speed.jsonl") == 21)) ||
+  fail "gpu_speed.jsonl: 5 depthbench + 6 lever + 10 PyTorch lines (2 modes each) expected"
 
 # BENCH_ARGS that is not "--train.KEY VALUE" pairs, or that depthbench refuses: status 2, nothing run.
 for bad in "--model.d_model 32" "--train.attention" "--train.attention bogus"; do
