@@ -22,14 +22,25 @@ inline SectionTimer*& launch_timer_slot() {
   return timer;
 }
 
+// Drops the template arguments at the end of a type's name: "A<B<C>>" → "A".
+inline std::string without_last_template_arguments(std::string name) {
+  int depth = 0;
+  for (size_t i = name.size(); i-- > 0 && name.back() == '>';) {
+    depth += name[i] == '>' ? 1 : name[i] == '<' ? -1 : 0;
+    if (depth == 0) return name.substr(0, i);
+  }
+  return name;
+}
+
 // A functor type's readable name: "db::stream_kernels::MixGrads<float>" → "stream_kernels::
-// MixGrads" (the namespace db, anonymous namespaces and the template arguments dropped).
+// MixGrads" (the namespace db, anonymous namespaces and the last template arguments dropped;
+// an enclosing template's stay: "Outer<float>::Inner").
 inline std::string launch_section_name(const char* mangled) {
   int status = 0;
   char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string name = status == 0 && demangled ? demangled : mangled;
   std::free(demangled);
-  name = name.substr(0, name.find('<'));
+  name = without_last_template_arguments(name);
   if (name.rfind("db::", 0) == 0) name.erase(0, 4);
   const std::string anonymous = "(anonymous namespace)::";
   for (size_t at; (at = name.find(anonymous)) != std::string::npos;)

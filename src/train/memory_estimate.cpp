@@ -49,10 +49,12 @@ MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   e.optimizer_bytes = 2 * 4 * params;
   // At the head one chunk of logits, their gradient written over them (fp32; bf16 in a CUDA
   // bf16 run with bf16 storage) or, in a CUDA bf16 run with fp32 storage, into a bf16 chunk of
-  // its own (ops/cuda/cross_entropy.hpp).
+  // its own; a CUDA bf16 run also narrows W and the chunk's h to bf16 (ops/cuda/cross_entropy.hpp).
   const bool gpu_bf16_head = config.backend == "cuda" && config.precision == "bf16";
   const double logit_bytes = !gpu_bf16_head ? 4.0 : bf16 ? 2.0 : 4.0 + 2.0;
-  e.activations_bytes = tokens * per_token_blocks + logit_bytes * head_rows * m.vocab_size;
+  const double narrowed = gpu_bf16_head ? 2.0 * (m.vocab_size + head_rows) * m.d_model : 0.0;
+  e.activations_bytes =
+      tokens * per_token_blocks + logit_bytes * head_rows * m.vocab_size + narrowed;
   // cuDNN's deterministic attention backward takes a bf16 dP [B, H, T, T] from the pool, one
   // attention call at a time (doc/cuda.md), when a bf16 CUDA run may pick cuDNN.
   const AttentionPath path = parse_attention_path(config.attention);

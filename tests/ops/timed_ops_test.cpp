@@ -191,6 +191,11 @@ BOOST_AUTO_TEST_CASE(a_launch_section_is_named_after_its_functor) {
   BOOST_TEST(detail::launch_section_name("N2db12_GLOBAL__N_114HcCoefficientsIdEE") ==
              "HcCoefficients");
   BOOST_TEST(detail::launch_section_name("not a mangled name") == "not a mangled name");
+  // A functor nested in a template keeps its enclosing class's arguments; nested arguments
+  // of the last ones go with them.
+  BOOST_TEST(detail::without_last_template_arguments("Outer<float>::Inner<A<B>, 4>") ==
+             "Outer<float>::Inner");
+  BOOST_TEST(detail::without_last_template_arguments("Plain") == "Plain");
 }
 
 BOOST_AUTO_TEST_CASE(host_sections_add_up_per_name_and_do_not_nest) {
