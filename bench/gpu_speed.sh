@@ -10,7 +10,7 @@
 # every lever at its default), and the per-op time breakdown of one Pre-LN step at L = 24
 # (`depthbench bench --breakdown`: CUDA events around every op and every design kernel), taken
 # in the cuda_graphs = off run (a timed model runs eagerly), and the same of the designs with
-# kernels of their own (BREAKDOWNS). train.reduce_bucket_mb (lever 5) needs two GPUs or more: it
+# work of their own (BREAKDOWNS). train.reduce_bucket_mb (lever 5) needs two GPUs or more: it
 # has no row in this one-GPU table.
 #
 # usage: bench/gpu_speed.sh [--short] [--cpu-smoke] [--out DIR]
@@ -37,8 +37,8 @@
 #   attnres_full:fused_kernels=off hc:fused_kernels=off", --short
 #   "activation_dtype=fp32", --cpu-smoke the first three and hc:activation_dtype=fp32),
 # BREAKDOWNS (the designs besides Pre-LN whose L = 24 step is also broken down, in a
-#   cuda_graphs = off row of the lever table each; default those of DESIGNS with kernels of
-#   their own: moda hc mhc attnres_full attnres_block; --short none, for its time).
+#   cuda_graphs = off row of the lever table each; default those of DESIGNS with work of their
+#   own: moda (its attention) hc mhc attnres_full attnres_block; --short none, for its time).
 # Example: BENCH_ARGS="--train.attention flash --train.micro_batch 4" bench/gpu_speed.sh --short
 # Exit status: 0 when the Pre-LN row at L = 24 was measured, 1 otherwise, 2 for bad arguments.
 set -uo pipefail
@@ -85,11 +85,11 @@ fi
 if ((SHORT)); then
   BREAKDOWNS=${BREAKDOWNS-}
 else
-  own_kernels=""
+  own_work=""
   for design in $DESIGNS; do
-    [[ " moda hc mhc attnres_full attnres_block " == *" $design "* ]] && own_kernels+="$design "
+    [[ " moda hc mhc attnres_full attnres_block " == *" $design "* ]] && own_work+="$design "
   done
-  BREAKDOWNS=${BREAKDOWNS-$own_kernels}
+  BREAKDOWNS=${BREAKDOWNS-$own_work}
 fi
 for lever in $LEVERS; do
   [[ $lever =~ ^([a-z_0-9]+:)?[a-z_0-9]+=[^=]+$ ]] ||

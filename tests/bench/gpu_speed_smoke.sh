@@ -60,7 +60,7 @@ grep -q "^### One pre_ln step op by op" "$table" || fail "breakdown title"
 grep -qE '^\| linear_forward \| 14 \| [0-9.]+ \| [0-9.]+% \|$' "$table" || fail "breakdown: 7 products × 2 blocks"
 grep -qE '^\| bf16_narrow \| [0-9]+ \|' "$table" || fail "breakdown: the bf16 roundings"
 grep -q '^| other: host work, gaps |' "$table" || fail "breakdown: the rest of the step"
-# HC's too (BREAKDOWNS defaults to the designs with kernels of their own): its stream kernels,
+# HC's too (BREAKDOWNS defaults to the designs with work of their own): its stream kernels,
 # timed by functor, and its cuda_graphs=off row in the lever table.
 grep -q "^### One hc step op by op" "$table" || fail "hc breakdown title"
 grep -qE '^\| stream_kernels::MixGrads \| 4 \| [0-9.]+ \| [0-9.]+% \|$' "$table" ||
