@@ -117,6 +117,11 @@ class Backbone {
   // ops (add + norm, combine + norm, QK-norm + RoPE) or the separate ones.
   bool fused_kernels() const { return fused_kernels_; }
   void set_fused_kernels(bool on) { fused_kernels_ = on; }
+
+  // --- train.state_dtype (ops_options.hpp): whether the design rounds its own state and its
+  // gradients to bf16 between sublayers (model/residual/state_rounding.hpp).
+  bool bf16_state() const { return bf16_state_; }
+  void set_bf16_state(bool on) { bf16_state_ = on; }
   // Frees the attention and FFN caches of position p (its forward is re-run before its backward).
   void release_caches(int p) { cores_->release(p); }
 
@@ -164,6 +169,7 @@ class Backbone {
   std::vector<int> schedule_;
   Recompute recompute_ = Recompute::none;
   bool fused_kernels_ = true;
+  bool bf16_state_ = false;
   int64_t batch_ = 0;
   int seq_len_ = 0;
   bool bf16_storage_ = false;

@@ -55,7 +55,12 @@ Model<T>::Model(const ModelConfig& config, const Backend& backend, const OpsOpti
   backbone_ = std::make_unique<Backbone<T>>(config_, *layout_, *params_, *ops_,
                                             stores_bf16(options, !ops_->space().is_host()));
   backbone_->set_fused_kernels(options.fused_kernels);
-  design_ = make_design<T>(find_design(config.arch), config_);
+  const DesignInfo& design = find_design(config.arch);
+  if (options.bf16_state && !design.rounds_state)
+    throw Error("train.state_dtype = bf16: " + config.arch +
+                " has no state of its own to round (hc, mhc, attnres_full and attnres_block do)");
+  backbone_->set_bf16_state(options.bf16_state);
+  design_ = make_design<T>(design, config_);
 }
 
 template <class T>

@@ -32,4 +32,10 @@ bool parse_fused_kernels(const std::string& name) {
   throw Error("unknown train.fused_kernels value '" + name + "' (valid: on, off)");
 }
 
+bool parse_state_dtype(const std::string& name) {
+  if (name == "fp32") return false;
+  if (name == "bf16") return true;
+  throw Error("unknown train.state_dtype value '" + name + "' (valid: fp32, bf16)");
+}
+
 }  // namespace db

@@ -65,12 +65,23 @@ inline const char* activation_dtype_choices() {
 // db::Error naming the valid values.
 bool parse_fused_kernels(const std::string& name);
 
+// train.state_dtype, read by the model: fp32 = the designs' own state in the model type; bf16 =
+// HC/mHC's streams, AttnRes's sources and their gradients rounded to bf16 wherever they pass from
+// one sublayer to the next (model/residual/state_rounding.hpp), arithmetic unchanged. For now the
+// rounded values stay in buffers of the model type: it measures what bf16 state does to training,
+// it does not yet save memory or time. "fp32" | "bf16" (true), else db::Error.
+bool parse_state_dtype(const std::string& name);
+inline const char* state_dtype_choices() {
+  return "fp32 | bf16";
+}
+
 struct OpsOptions {
   Precision precision = Precision::fp32;
   AttentionPath attention = AttentionPath::automatic;
   CudaGraphs cuda_graphs = CudaGraphs::automatic;
   ActivationDtype activation_dtype = ActivationDtype::automatic;
   bool fused_kernels = true;
+  bool bf16_state = false;
 };
 
 // Whether a model stores its cores' activations in bf16, on a GPU backend's ops or not (and the

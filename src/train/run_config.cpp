@@ -258,6 +258,18 @@ std::vector<Key> keys_of(RunConfig& c) {
          c.fused_kernels = t;
        },
        [&c] { return c.fused_kernels; }},
+      {"train.state_dtype",
+       std::string("what HC/mHC's streams, AttnRes's sources and their gradients are rounded to "
+                   "between sublayers: ") +
+           state_dtype_choices() +
+           " (bf16: rounded, arithmetic fp32, kept in fp32 buffers for now: it measures what "
+           "bf16 state does to training; only hc, mhc, attnres_full and attnres_block have such "
+           "state)",
+       [&c](const std::string& t) {
+         parse_state_dtype(t);  // a bad value fails here, before anything runs
+         c.state_dtype = t;
+       },
+       [&c] { return c.state_dtype; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
@@ -383,7 +395,7 @@ std::string RunConfig::derived_name() const {
 OpsOptions RunConfig::ops_options() const {
   return {parse_precision(precision), parse_attention_path(attention),
           parse_cuda_graphs(cuda_graphs), parse_activation_dtype(activation_dtype),
-          parse_fused_kernels(fused_kernels)};
+          parse_fused_kernels(fused_kernels), parse_state_dtype(state_dtype)};
 }
 
 std::string RunConfig::to_ini() const {

@@ -44,13 +44,16 @@ struct RunConfig {
   // What the sublayer cores store activations in: auto | fp32 | bf16 (ops/ops_options.hpp)
   std::string activation_dtype = "auto";
   std::string fused_kernels = "on";
+  // What the designs' own state is rounded to between sublayers: fp32 | bf16 (ops_options.hpp)
+  std::string state_dtype = "fp32";
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 
   // A file-system friendly name: SUITE__ARCH__L4_d64__lr2e-03.
   std::string derived_name() const;
   std::string run_name() const { return name.empty() ? derived_name() : name; }
-  // precision, attention, cuda_graphs and activation_dtype as the backend and model take them (db::Error on a bad value).
+  // The ops and model options (precision, attention, cuda_graphs, activation_dtype,
+  // fused_kernels, state_dtype) as the backend and model take them (db::Error on a bad value).
   OpsOptions ops_options() const;
   // The resolved config as INI text (every key, defaults included).
   std::string to_ini() const;

@@ -162,12 +162,13 @@ class TrainingRun {
   TrainResult end_early(const Fault& fault, int64_t step);
   TrainResult finish(TrainResult result);
   // The `attention_paths` attribute (Ops::attention_paths), `activation_dtype`, what the
-  // sublayer cores stored (train.activation_dtype resolved), and `fused_kernels`: rank 0, with
-  // the run file open.
+  // sublayer cores stored (train.activation_dtype resolved), `fused_kernels` and `state_dtype`:
+  // rank 0, with the run file open.
   void record_attention_paths() {
     file_->set_attribute("attention_paths", model_.ops().attention_paths());
     file_->set_attribute("activation_dtype", model_.backbone().bf16_storage() ? "bf16" : "fp32");
     file_->set_attribute("fused_kernels", model_.backbone().fused_kernels() ? "on" : "off");
+    file_->set_attribute("state_dtype", model_.backbone().bf16_state() ? "bf16" : "fp32");
   }
 
   const RunConfig& config_;

@@ -6,3 +6,11 @@ if(TARGET depthbench AND SYSTEM_PYTHON)
                    ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/gpu_speed_smoke)
   set_tests_properties(bench.gpu_speed_cpu_smoke PROPERTIES LABELS "bench;slow" TIMEOUT 300)
 endif()
+
+# bench/bf16_state.sh on tiny runs (12 runs of 3 steps, about 20 s): its runs and its table.
+if(TARGET depthbench)
+  add_test(NAME bench.bf16_state_smoke
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bf16_state_smoke.sh $<TARGET_FILE:depthbench>
+                   ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/bf16_state_smoke)
+  set_tests_properties(bench.bf16_state_smoke PROPERTIES LABELS "bench" TIMEOUT 300)
+endif()

@@ -2,8 +2,8 @@
 // Model<float> on the GPU against Model<float> on the CPU with identical weights and tokens —
 // the loss and every parameter's gradient within the fp32 bound (gpu_support.hpp), relative to
 // the scale of its tensor group (error_in_group), and within the bf16 bound with bf16 activation
-// storage on both (train.activation_dtype) — and two GPU runs give bit-identical gradients (no
-// atomics anywhere). Without a GPU each case prints "no GPU: skipped" and passes.
+// storage on both (train.activation_dtype) and with bf16 state (train.state_dtype) — and two
+// GPU runs give bit-identical gradients (no atomics anywhere). Without a GPU each case prints "no GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_model_parity
 #define BOOST_TEST_DYN_LINK
 #include <algorithm>
@@ -98,7 +98,7 @@ double error_in_group(const std::vector<float>& gpu, const std::vector<float>& c
 }
 
 // CPU float against CUDA float, parameter by parameter, both with `options` (the CPU honours
-// only activation_dtype); then a second CUDA run, bit for bit.
+// only activation_dtype and bf16_state); then a second CUDA run, bit for bit.
 void check_design(const ModelConfig& config, const std::string& label,
                   const OpsOptions& options = {}, double tolerance = kFp32Tolerance) {
   std::printf("%s\n", label.c_str());
@@ -175,5 +175,23 @@ BOOST_AUTO_TEST_CASE(bf16_activation_storage_matches_the_cpus_on_the_gpu) {
     gqa.n_kv_head = 2;
     gqa.qk_norm = true;
     check_design(gqa, "moda, 2 kv heads, qk_norm" + suffix, options, kBf16Tolerance);
+  }
+}
+
+// train.state_dtype = bf16: the designs with a state of their own round it on the GPU as on the
+// CPU (state_rounding.hpp, one functor for both), in fp32 and under bf16 activation storage. A
+// state value whose fp32 sum differs in its last bit may round one bf16 step apart: bf16
+// tolerance.
+BOOST_AUTO_TEST_CASE(bf16_state_matches_the_cpus_on_the_gpu) {
+  DB_REQUIRE_GPU();
+  for (ActivationDtype storage : {ActivationDtype::fp32, ActivationDtype::bf16}) {
+    OpsOptions options;
+    options.bf16_state = true;
+    options.activation_dtype = storage;
+    const std::string suffix = storage == ActivationDtype::bf16 ? ", bf16 state and storage"
+                                                                : ", bf16 state";
+    for (const DesignInfo& design : all_designs())
+      if (design.rounds_state)
+        check_design(tiny_config(design.name), design.name + suffix, options, kBf16Tolerance);
   }
 }

@@ -104,6 +104,29 @@ BOOST_AUTO_TEST_CASE(bf16_activation_storage_trains_and_the_run_file_says_so) {
   BOOST_TEST(l16.back() < 0.8 * l16.front());
 }
 
+// train.state_dtype = bf16: HC's streams rounded between sublayers; the run trains to within
+// bf16 rounding of the fp32-state run, and each run file says what its state was rounded to.
+BOOST_AUTO_TEST_CASE(bf16_state_trains_and_the_run_file_says_so) {
+  const fs::path root = fs::temp_directory_path() / "depthbench_trainer_bf16_state";
+  fs::remove_all(root);
+  RunConfig fp32 = tiny_run(root);
+  fp32.model.arch = "hc";
+  RunConfig bf16 = fp32;
+  bf16.state_dtype = "bf16";
+  bf16.out_dir = (root / "runs_bf16").string();
+  BOOST_REQUIRE(train_run(fp32, Communicator::world(), false).status == "completed");
+  BOOST_REQUIRE(train_run(bf16, Communicator::world(), false).status == "completed");
+  H5Handle f32 = open_run(fp32), f16 = open_run(bf16);
+  BOOST_TEST(read_string_attribute(f32.get(), "state_dtype") == "fp32");
+  BOOST_TEST(read_string_attribute(f16.get(), "state_dtype") == "bf16");
+  const auto l32 = test::read_tensor(f32.get(), "curves/train_loss");
+  const auto l16 = test::read_tensor(f16.get(), "curves/train_loss");
+  BOOST_REQUIRE(l32.size() == l16.size());
+  BOOST_TEST(l32 != l16);
+  BOOST_TEST(std::abs(l16.back() - l32.back()) <= 0.02 * l32.back());
+  BOOST_TEST(l16.back() < 0.8 * l16.front());
+}
+
 BOOST_AUTO_TEST_CASE(training_lowers_validation_loss_and_the_run_file_describes_itself) {
   const fs::path root = fs::temp_directory_path() / "depthbench_trainer_file";
   fs::remove_all(root);

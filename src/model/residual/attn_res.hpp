@@ -19,6 +19,8 @@
 //   group whose members were all skipped adds no block sum.
 // Depth states: z_0 = embedding, z_p = the mix feeding block p's attention, z_L = the readout
 // mix before the final norm.
+// Under train.state_dtype = bf16 the sources, the mixes' gradients and the sublayer outputs'
+// gradients are rounded where they are written (state_rounding.hpp).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/design.hpp"
 #include "model/residual/layer_loop.hpp"
+#include "model/residual/state_rounding.hpp"
 #include "model/residual/stream.hpp"
 #include "ops/launch.hpp"
 
@@ -80,6 +83,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   void begin_forward(Backbone<T>& net, const T* x0) override {
     const int64_t count = net.rows() * net.d();
     emb_.assign(x0, count);
+    round_state(net, emb_.data(), count);
     mixes_.assign(K_ + 1, Mix{});
     ran_.assign(K_, false);
     group_end_.assign((K_ + S_ - 1) / S_, -1);
@@ -136,6 +140,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const T* previous = partial_at_ >= 0 ? partials_[partial_at_].data() : nullptr;
     for_each_index(net.ops().space(), count,
                    AddOutOfPlace<T>{partials_[k].data(), previous, y_.data()});
+    round_state(net, partials_[k].data(), count);
     partial_at_ = k;
     close_group(k);
   }
@@ -167,14 +172,15 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const int64_t count = net.rows() * net.d();
     // y_k reaches later consumers through its group's sum and through partial sums (Block
     // AttnRes); in groups of one (Full AttnRes) the group's gradient is y_k's, read where it is.
-    const T* dgroup = group_gradient(net, g);
-    const T* dy = dgroup;
+    T* dgroup = group_gradient(net, g);
+    T* dy = dgroup;
     if (!dpartial_.empty()) {
       dy_.resize(count);
       for_each_index(net.ops().space(), count,
                      AddOutOfPlace<T>{dy_.data(), dgroup, dpartial_[g].data()});
       dy = dy_.data();
     }
+    round_state(net, dy, count);
     du_.resize(count);
     if (ffn)
       net.ffn_backward(p, dy, du_.data());
@@ -361,7 +367,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   // Group g's gradient, the sum over the consumers of its group sum: kept from their scatters,
   // or gathered once, at its last member's backward. A last group shorter than S never closes
   // (no sum, no consumers): its members reach later consumers through partial sums only.
-  const T* group_gradient(Backbone<T>& net, int g) {
+  T* group_gradient(Backbone<T>& net, int g) {
     if (!gathers(net)) return dgroup_[g].data();
     if (gathered_group_ != g) {
       const int64_t count = net.rows() * net.d();
@@ -399,6 +405,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   void consumer_backward(Backbone<T>& net, int c) {
     Mix& m = mixes_[c];
     const int64_t count = net.rows() * net.d();
+    // The gradient its sources read (a copied boundary's is added to the one it copies).
+    if (m.kind != Mix::kCopy) round_state(net, dh_[c].data(), count);
     if (m.kind == Mix::kEmbedding) {
       if (gathers(net)) return;  // the embedding's gather reads dh_[c]
       add_into(net.ops(), demb_.data(), dh_[c].data(), count);

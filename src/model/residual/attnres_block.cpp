@@ -54,7 +54,8 @@ DesignInfo attnres_block_design() {
        .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; },
        // Under train.recompute = blocks: the block's input mix, the partial sum it ends with
        // (which the next block reads, by reference) and the gradients of the mixes.
-       .recompute_values_per_token_block = [](const ModelConfig& c) { return 4.0 * c.d_model; }});
+       .recompute_values_per_token_block = [](const ModelConfig& c) { return 4.0 * c.d_model; },
+       .rounds_state = true});
 }
 
 }  // namespace db

@@ -22,7 +22,8 @@ DesignInfo attnres_full_design() {
        .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; },
        // Under train.recompute = blocks: the block's input mix, its two outputs as sources, and
        // the gradients of the mixes and sources.
-       .recompute_values_per_token_block = [](const ModelConfig& c) { return 7.0 * c.d_model; }});
+       .recompute_values_per_token_block = [](const ModelConfig& c) { return 7.0 * c.d_model; },
+       .rounds_state = true});
 }
 
 }  // namespace db

@@ -236,7 +236,7 @@ class HyperConnections : public ResidualDesign<T>,
     // z = RMSNorm_k(H)·[W_α | W_β]: the weight and gain gradients, and ∂H added into dH.
     normed_product_backward(ops, dH_.data(), dz_.data(), H, in.rstd, R, d, weights(net, id), gw_,
                             dzs_, g_, dn_, combine_term);
-    dstate_.swap(dH_);
+    this->pass_gradient_on(net, dH_);
   }
 
  private:
@@ -318,7 +318,8 @@ DesignInfo hc_design() {
            [](const ModelConfig& c) { return 2.0 * hc_streams(c) * c.d_model; },
        // Under train.recompute = blocks: the n streams a block reads.
        .recompute_values_per_token_block =
-           [](const ModelConfig& c) { return double(hc_streams(c)) * c.d_model; }});
+           [](const ModelConfig& c) { return double(hc_streams(c)) * c.d_model; },
+       .rounds_state = true});
 }
 
 }  // namespace db

@@ -239,7 +239,7 @@ class ManifoldHyperConnections : public ResidualDesign<T>,
     // z = v·φ: the gradients of φ and of the norm's gain, and ∂X added into dX.
     normed_product_backward(ops, dX_.data(), dz_.data(), X, in.rstd, rows, nd, weights(net, id),
                             gw_, dzs_, g_, dn_, combine_term);
-    dstate_.swap(dX_);
+    this->pass_gradient_on(net, dX_);
   }
 
  private:
@@ -327,7 +327,8 @@ DesignInfo mhc_design() {
            [](const ModelConfig& c) { return 2.0 * mhc_options(c).n * c.d_model; },
        // Under train.recompute = blocks: the n streams a block reads.
        .recompute_values_per_token_block =
-           [](const ModelConfig& c) { return double(mhc_options(c).n) * c.d_model; }});
+           [](const ModelConfig& c) { return double(mhc_options(c).n) * c.d_model; },
+       .rounds_state = true});
 }
 
 }  // namespace db

@@ -12,6 +12,7 @@
 #include "model/backbone.hpp"
 #include "model/residual/layer_loop.hpp"
 #include "model/residual/normed_product.hpp"
+#include "model/residual/state_rounding.hpp"
 #include "model/residual/stream_kernels.hpp"
 
 namespace db {
@@ -125,7 +126,8 @@ struct StreamInput {
 // of the state it writes (stream_kernels.hpp MixRstd), and the next sublayer uses it instead of a
 // pass of its own over the state, when it belongs to that state: not for H_0, which the first
 // sublayer's pass reads, and skipped blocks pass state and rstd on together, as the recompute's
-// restore does.
+// restore does. Under train.state_dtype = bf16 the state and its gradient are rounded where they
+// pass between sublayers (state_rounding.hpp).
 template <class T>
 class MultiStream : public LayerMixing<T> {
  public:
@@ -140,6 +142,7 @@ class MultiStream : public LayerMixing<T> {
     rows_ = net.rows();
     state_.values.resize(rows_ * n_ * net.d());
     broadcast_streams(net.ops().space(), state_.values.data(), x0, rows_, n_, net.d());
+    round_state(net, state_.values.data(), int64_t(state_.values.size()));
     state_.rstd_valid = false;
     ran_.assign(sublayers_, false);
   }
@@ -153,6 +156,7 @@ class MultiStream : public LayerMixing<T> {
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
     dstate_.resize(net.rows() * n_ * net.d());
     stream_readout_backward(net, mode_, dfeatures, net.rows(), n_, dstate_.data(), final_norm_);
+    round_state(net, dstate_.data(), int64_t(dstate_.size()));
   }
   void end_backward(Backbone<T>& net, T* dx0) override {
     sum_streams(net.ops().space(), dx0, dstate_.data(), T(1), net.rows(), n_, net.d());
@@ -193,13 +197,16 @@ class MultiStream : public LayerMixing<T> {
   StreamInput<T> input(int k) const { return {inputs_[k].values.data(), inputs_[k].rstd.data()}; }
 
   // state_[r, i] = post[r·n + i]·y[r] + Σ_j M(r, i, j)·H[r, j] from sublayer k's input H; under
-  // train.fused_kernels with the rstd of its stream-norm rows in the same pass.
+  // train.fused_kernels with the rstd of its stream-norm rows in the same pass. Under
+  // train.state_dtype = bf16 the state is rounded after, and its rstd is then the next norm's
+  // own, from the rounded values.
   void mix_into_state(Backbone<T>& net, int k, const T* y, const T* post, const T* mix,
                       StreamMapLayout map) {
     const MemorySpace space = net.ops().space();
     const T* H = inputs_[k].values.data();
-    if (!net.fused_kernels()) {
+    if (!net.fused_kernels() || net.bf16_state()) {
       mix_streams(space, state_.values.data(), H, y, post, mix, map, rows_, n_, net.d());
+      round_state(net, state_.values.data(), int64_t(state_.values.size()));
       state_.rstd_valid = false;
       return;
     }
@@ -207,6 +214,13 @@ class MultiStream : public LayerMixing<T> {
     mix_streams_rstd(space, state_.values.data(), state_.rstd.data(), H, y, post, mix, map, rows_,
                      n_, net.d(), norm_streams_, net.config().norm_eps);
     state_.rstd_valid = true;
+  }
+
+  // Ends sublayer k's backward: dH, ∂loss/∂ of the state it read, becomes dstate_ (rounded
+  // under train.state_dtype = bf16); dH keeps the old buffer as scratch.
+  void pass_gradient_on(Backbone<T>& net, Buffer<T>& dH) {
+    dstate_.swap(dH);
+    round_state(net, dstate_.data(), int64_t(dstate_.size()));
   }
 
   // The stream norm's rows: how many (for the last forward's rows) and how wide.
