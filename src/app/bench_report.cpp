@@ -19,9 +19,9 @@ void print_bench_text(const BenchResult& r) {
   if (!r.device.empty()) std::printf(" mfu=%.2f%%", 100 * r.mfu());
   std::printf(
       "\nactivation_dtype: %s\nattention_paths: %s\ncuda_graphs: %s\nrecompute: %s\n"
-      "fused_kernels: %s\n",
+      "fused_kernels: %s\nstate_dtype: %s\n",
       r.activation_dtype.c_str(), r.attention_paths.c_str(), r.cuda_graphs.c_str(),
-      c.recompute.c_str(), c.fused_kernels.c_str());
+      c.recompute.c_str(), c.fused_kernels.c_str(), c.state_dtype.c_str());
   if (!r.device.empty())
     std::printf(
         "mfu is achieved FLOP/s ((6·N_non-embedding + 12·L·d·T + design extras) per token) over "
@@ -47,6 +47,7 @@ void print_bench_json(const BenchResult& r) {
   field("cuda_graphs", json_quote(r.cuda_graphs));
   field("recompute", json_quote(c.recompute));
   field("fused_kernels", json_quote(c.fused_kernels));
+  field("state_dtype", json_quote(c.state_dtype));
   field("threads", integer(r.threads));
   field("n_layer", integer(m.n_layer));
   field("d_model", integer(m.d_model));
