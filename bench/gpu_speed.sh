@@ -34,7 +34,8 @@
 # LEVERS (the lever rows besides cuda_graphs = off, each [DESIGN:]KEY=VALUE, run as
 #   --train.KEY VALUE at L = 24, DESIGN default pre_ln; default "attention=reference
 #   activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32
-#   attnres_full:fused_kernels=off hc:fused_kernels=off", --short
+#   attnres_full:fused_kernels=off hc:fused_kernels=off attnres_full:state_dtype=bf16" (a lever
+#   off by default, switched on), --short
 #   "activation_dtype=fp32", --cpu-smoke the first three and hc:activation_dtype=fp32),
 # BREAKDOWNS (the designs besides Pre-LN whose L = 24 step is also broken down, in a
 #   cuda_graphs = off row of the lever table each; default those of DESIGNS with work of their
@@ -74,13 +75,14 @@ ALL_DESIGNS="pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnr
 DESIGNS=${DESIGNS:-$( ((SMOKE)) && echo "pre_ln hc" || echo "$ALL_DESIGNS")}
 DEPTH_1P6B=${DEPTH_1P6B:-28}
 # Issue 22's levers, one switched off per row at L = 24 (cuda_graphs = off always: it carries the
-# breakdown); a design with its own arithmetic on warps last.
+# breakdown); a design with its own arithmetic on warps last, then bf16 AttnRes sources (off by
+# default: that row switches it on).
 if ((SMOKE)); then
   LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 recompute=blocks hc:activation_dtype=fp32"}
 elif ((SHORT)); then
   LEVERS=${LEVERS-"activation_dtype=fp32"}
 else
-  LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32 attnres_full:fused_kernels=off hc:fused_kernels=off"}
+  LEVERS=${LEVERS-"attention=reference activation_dtype=fp32 fused_kernels=off recompute=blocks attnres_full:activation_dtype=fp32 attnres_full:fused_kernels=off hc:fused_kernels=off attnres_full:state_dtype=bf16"}
 fi
 if ((SHORT)); then
   BREAKDOWNS=${BREAKDOWNS-}

@@ -179,8 +179,9 @@ BOOST_AUTO_TEST_CASE(bf16_activation_storage_matches_the_cpus_on_the_gpu) {
 }
 
 // train.state_dtype = bf16: the designs with a state of their own round it on the GPU as on the
-// CPU (state_rounding.hpp, one functor for both), in fp32 and under bf16 activation storage. A
-// state value whose fp32 sum differs in its last bit may round one bf16 step apart: bf16
+// CPU (HC/mHC: state_rounding.hpp; AttnRes's sources and mix gradients stored in bf16:
+// state_values.hpp; one functor for both backends), in fp32 and under bf16 activation storage.
+// A state value whose fp32 sum differs in its last bit may round one bf16 step apart: bf16
 // tolerance.
 BOOST_AUTO_TEST_CASE(bf16_state_matches_the_cpus_on_the_gpu) {
   DB_REQUIRE_GPU();

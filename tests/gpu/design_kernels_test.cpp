@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       gain.device.upload(gain.host);
       Pair w(zeros(s.rows * s.sources)), rstd(zeros(s.rows * s.sources));
       Pair dquery(b.random(s.d)), dgain(b.random(s.d));
-      std::vector<const float*> src_cpu, src_gpu;
+      std::vector<StateValues<float>> src_cpu, src_gpu;
       std::vector<float*> dsrc_cpu, dsrc_gpu;
       for (int i = 0; i < s.sources; ++i) {
         src_cpu.push_back(src[i].cpu());
@@ -81,15 +81,15 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       // Block AttnRes's partial sum, added by the consumer).
       Pair dlogits(zeros(s.rows * s.sources));
       auto backward = [&](MemorySpace space, const std::vector<float*>& dsrc,
-                          const std::vector<const float*>& src, auto at) {
+                          const std::vector<StateValues<float>>& src, auto at) {
         if (!c.one_pass) {
-          depth_softmax_backward(space, dsrc, at(dquery), at(dgain), at(dh), src, at(w), at(rstd),
+          depth_softmax_backward<float>(space, dsrc, at(dquery), at(dgain), at(dh), src, at(w), at(rstd),
                                  at(query), at(gain), s);
           return;
         }
         std::vector<float*> added(s.sources, nullptr);
         added.back() = dsrc.back();
-        depth_softmax_consumer_backward(space, added, at(dlogits), at(dquery), at(dgain), at(dh),
+        depth_softmax_consumer_backward<float>(space, added, at(dlogits), at(dquery), at(dgain), at(dh),
                                         at(h), src, at(w), at(rstd), at(query), at(gain), s);
         for (int i = 0; i + 1 < s.sources; ++i)
           depth_softmax_gather<float>(
@@ -139,9 +139,9 @@ BOOST_AUTO_TEST_CASE(gathered_source_gradient_host_loop_matches_the_kernel) {
                          at(query[k]), at(gain[k]), stride});
           return l;
         };
-        depth_softmax_gather(MemorySpace::host, dv.cpu(), v.cpu(),
+        depth_softmax_gather<float>(MemorySpace::host, dv.cpu(), v.cpu(),
                              list([](Pair& p) { return p.cpu(); }), rows, d, 1e-6);
-        depth_softmax_gather(cuda::cuda_memory_space(), dv.gpu(), v.gpu(),
+        depth_softmax_gather<float>(cuda::cuda_memory_space(), dv.gpu(), v.gpu(),
                              list([](Pair& p) { return p.gpu(); }), rows, d, 1e-6);
         BOOST_TEST(close("gathered dsource", dv));
       }

@@ -45,8 +45,8 @@ struct Inputs {
     for (T& g : key_gain) g += T(1);
     dh = random_vector<T>(rows * d, 3);
   }
-  std::vector<const T*> source_pointers() const {
-    std::vector<const T*> out;
+  std::vector<StateValues<T>> source_pointers() const {
+    std::vector<StateValues<T>> out;
     for (const std::vector<T>& v : sources) out.push_back(v.data());
     return out;
   }
@@ -59,7 +59,7 @@ Results<T> forward_results(const Inputs<T>& in, bool one_pass, const Rows& launc
   std::vector<T> h(s.rows * s.d), weights(s.rows * s.sources), rstd(s.rows * s.sources);
   with_list_capacity(s.sources, "sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    const PointerList<const T*, M> list(in.source_pointers());
+    const PointerList<StateValues<T>, M> list(in.source_pointers());
     const bool ran_one_pass =
         one_pass && with_width_capacity<T>(s.d, [&](auto width) {
           constexpr int D = decltype(width)::value;
@@ -102,7 +102,7 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
   with_list_capacity(s.sources, "sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
     const PointerList<T*, M> grads(dsource_pointers);
-    const PointerList<const T*, M> values(in.source_pointers());
+    const PointerList<StateValues<T>, M> values(in.source_pointers());
     if (!gathered) {
       launch.sum_lanes(s.rows, targets,
                        Backward<T, M>{grads, values, in.dh.data(), weights, rstd, in.query.data(),
@@ -122,7 +122,7 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
         if (i == 0) consumers.push_back({direct_dh.data(), nullptr, nullptr, nullptr, nullptr, 0});
         const int n = int(consumers.size());
         launch.lanes(s.rows, GatherBackward<T, 16, D>{
-                                 dsources[i].data(), in.sources[i].data(),
+                                 dsources[i].data(), StateValues<T>(in.sources[i].data()),
                                  PointerList<DepthGatherTerm<T>, 16>(consumers), s.d, n, s.eps});
       }
     });

@@ -19,8 +19,9 @@
 //   group whose members were all skipped adds no block sum.
 // Depth states: z_0 = embedding, z_p = the mix feeding block p's attention, z_L = the readout
 // mix before the final norm.
-// Under train.state_dtype = bf16 the sources, the mixes' gradients and the sublayer outputs'
-// gradients are rounded where they are written (state_rounding.hpp).
+// Under train.state_dtype = bf16 the sources and the mixes' gradients, once complete, are stored
+// in bf16 (state_values.hpp: half the bytes of every read that follows), the gradients of the
+// sublayer outputs rounded to bf16 before their core's backward (state_rounding.hpp).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -34,20 +35,21 @@
 #include "model/residual/design.hpp"
 #include "model/residual/layer_loop.hpp"
 #include "model/residual/state_rounding.hpp"
+#include "model/residual/state_values.hpp"
 #include "model/residual/stream.hpp"
 #include "ops/launch.hpp"
 
 namespace db {
 
-// sum = a + b out of place (a null: 0 + b, −0 included), in the bits of Ops::axpby(a, 1, b, 1),
-// the add in place into a copy of a (or a zeroed buffer) that it replaces: Block AttnRes's
-// partial sums and its sublayers' output gradients (a group's and a partial sum's).
+// sum = a + b out of place (a empty: 0 + b, −0 included), in the bits of Ops::axpby(a, 1, b, 1),
+// the add in place into a copy of a (or a zeroed buffer) that it replaces: the partial sums (as
+// stored: bf16 under train.state_dtype = bf16) and Block AttnRes's sublayers' output gradients
+// (a group's and a partial sum's).
 template <class T>
 struct AddOutOfPlace {
-  T* sum;
-  const T* a;
-  const T* b;
-  DB_HD void operator()(int64_t i) const { sum[i] = (a ? a[i] : T(0)) + b[i]; }
+  StateTarget<T> sum;
+  StateValues<T> a, b;
+  DB_HD void operator()(int64_t i) const { sum.store(i, (a.empty() ? T(0) : a[i]) + b[i]); }
 };
 
 template <class T>
@@ -82,8 +84,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   // --- the steps of the layer loop (layer_loop.hpp) ---------------------------------------
   void begin_forward(Backbone<T>& net, const T* x0) override {
     const int64_t count = net.rows() * net.d();
-    emb_.assign(x0, count);
-    round_state(net, emb_.data(), count);
+    emb_.assign(net.ops().space(), x0, count, net.bf16_state());
     mixes_.assign(K_ + 1, Mix{});
     ran_.assign(K_, false);
     group_end_.assign((K_ + S_ - 1) / S_, -1);
@@ -100,7 +101,8 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const int c = 2 * l;
     if (l == 0) {
       mixes_[c].kind = Mix::kEmbedding;
-      mixes_[c].h = emb_;
+      mixes_[c].h.resize(net.rows() * net.d());
+      emb_.widen_into(net.ops().space(), mixes_[c].h.data(), net.rows() * net.d());
     } else if (net.skipped(l - 1)) {
       copy_boundary(c, c - 2);
     } else {
@@ -136,11 +138,11 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
     const int k = 2 * p + ffn;
     const int64_t count = net.rows() * net.d();
-    partials_[k].resize(count);
-    const T* previous = partial_at_ >= 0 ? partials_[partial_at_].data() : nullptr;
+    partials_[k].resize(count, net.bf16_state());
+    const StateValues<T> previous =
+        partial_at_ >= 0 ? partials_[partial_at_].values() : StateValues<T>{};
     for_each_index(net.ops().space(), count,
-                   AddOutOfPlace<T>{partials_[k].data(), previous, y_.data()});
-    round_state(net, partials_[k].data(), count);
+                   AddOutOfPlace<T>{partials_[k].target(), previous, y_.data()});
     partial_at_ = k;
     close_group(k);
   }
@@ -158,6 +160,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
     const bool gather = gathers(net);
     demb_.assign_zeros(gather ? 0 : count);
     zeroed(dh_, K_ + 1, count);
+    dh_narrow_.resize(K_ + 1);
     zeroed(dgroup_, gather ? 0 : groups, count);
     gathered_group_ = -1;
     zeroed(dpartial_, S_ > 1 ? groups : 0, count);
@@ -194,9 +197,10 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
 
   void end_backward(Backbone<T>& net, T* dx0) override {
     if (gathers(net))
-      gather_source(net, {Ref::kEmbedding, -1}, emb_.data(), dx0);
+      gather_source(net, {Ref::kEmbedding, -1}, emb_.values(), dx0);
     else
       net.ops().copy(dx0, demb_.data(), net.rows() * net.d());
+    dh_narrow_.clear();  // read by the gathers only: not kept into the next forward
   }
 
   // train.recompute = blocks. Block p reads its input mix z_p (consumer 2p, computed before the
@@ -320,12 +324,12 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   }
 
   bool group_closed(int g) const { return group_end_[g] >= 0; }
-  const T* group_value(int g) const { return partials_[group_end_[g]].data(); }
+  StateValues<T> group_value(int g) const { return partials_[group_end_[g]].values(); }
 
-  const T* source_value(const Mix& m, const Ref& r) const {
-    if (r.kind == Ref::kEmbedding) return emb_.data();
+  StateValues<T> source_value(const Mix& m, const Ref& r) const {
+    if (r.kind == Ref::kEmbedding) return emb_.values();
     if (r.kind == Ref::kGroup) return group_value(r.group);
-    return partials_[m.partial_of].data();
+    return partials_[m.partial_of].values();
   }
 
   // The depth-softmax mix of consumer c over the current sources; query_id names the mixer
@@ -345,7 +349,7 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
       m.partial_of = partial_at_;
     }
     const int sources = int(m.refs.size());
-    std::vector<const T*> values(sources);
+    std::vector<StateValues<T>> values(sources);
     for (int i = 0; i < sources; ++i) values[i] = source_value(m, m.refs[i]);
     const int64_t rows = net.rows();
     m.h.resize(rows * net.d());
@@ -385,37 +389,52 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   // dv (written) of the embedding or a group sum v from every consumer that read it, in the
   // order the two-pass backward adds them (the last consumer first). Sublayer 0 reads the
   // embedding itself; a skipped block's boundary passed its dh on to the boundary it copies.
-  void gather_source(Backbone<T>& net, Ref source, const T* v, T* dv) {
+  void gather_source(Backbone<T>& net, Ref source, StateValues<T> v, T* dv) {
     std::vector<DepthGatherTerm<T>> consumers;
     for (int c = K_; c >= 0; --c) {
       const Mix& m = mixes_[c];
       if (m.kind == Mix::kEmbedding && source.kind == Ref::kEmbedding)
-        consumers.push_back({dh_[c].data(), nullptr, nullptr, nullptr, nullptr, 0});
+        consumers.push_back({settled_gradient(net, c), nullptr, nullptr, nullptr, nullptr, 0});
       if (m.kind != Mix::kMix) continue;
       const int sources = int(m.refs.size());
       for (int i = 0; i < sources; ++i)
         if (m.refs[i].kind == source.kind && m.refs[i].group == source.group)
-          consumers.push_back({dh_[c].data(), m.weights.data() + i, m.dlogits.data() + i,
+          consumers.push_back({settled_gradient(net, c), m.weights.data() + i, m.dlogits.data() + i,
                                net.value(m.query), net.value(m.key_norm), sources});
     }
     depth_softmax_gather(net.ops().space(), dv, v, consumers, net.rows(), net.d(),
                          net.config().norm_eps);
   }
 
+  // Consumer c's gradient dh, complete when its backward starts, as its sources' backward reads
+  // it: under train.state_dtype = bf16 stored in bf16 (dh_narrow_: half the bytes of each
+  // gather's read) and its T buffer freed; else dh_[c] itself.
+  StateValues<T> settle_gradient(Backbone<T>& net, int c) {
+    if (!net.bf16_state()) return dh_[c].data();
+    dh_narrow_[c].assign(net.ops().space(), dh_[c].data(), net.rows() * net.d(), true);
+    dh_[c] = {};
+    return dh_narrow_[c].values();
+  }
+  StateValues<T> settled_gradient(const Backbone<T>& net, int c) const {
+    return net.bf16_state() ? dh_narrow_[c].values() : StateValues<T>(dh_[c].data());
+  }
+
   void consumer_backward(Backbone<T>& net, int c) {
     Mix& m = mixes_[c];
     const int64_t count = net.rows() * net.d();
-    // The gradient its sources read (a copied boundary's is added to the one it copies).
-    if (m.kind != Mix::kCopy) round_state(net, dh_[c].data(), count);
-    if (m.kind == Mix::kEmbedding) {
-      if (gathers(net)) return;  // the embedding's gather reads dh_[c]
-      add_into(net.ops(), demb_.data(), dh_[c].data(), count);
-    } else if (m.kind == Mix::kCopy) {
+    if (m.kind == Mix::kCopy) {  // a copied boundary's gradient joins the one it copies
       add_into(net.ops(), dh_[m.copy_of].data(), dh_[c].data(), count);
+      return;
+    }
+    if (m.kind == Mix::kNone) return;
+    const StateValues<T> dh = settle_gradient(net, c);
+    if (m.kind == Mix::kEmbedding) {
+      if (gathers(net)) return;  // the embedding's gather reads dh
+      for_each_index(net.ops().space(), count, AddOutOfPlace<T>{demb_.data(), demb_.data(), dh});
     } else if (m.kind == Mix::kMix) {
       const int sources = int(m.refs.size());
       const bool gather = gathers(net);
-      std::vector<const T*> values(sources);
+      std::vector<StateValues<T>> values(sources);
       std::vector<T*> grads(sources);
       for (int i = 0; i < sources; ++i) {
         const Ref& r = m.refs[i];
@@ -430,12 +449,12 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
       if (gather) {
         m.dlogits.resize(net.rows() * sources);
         depth_softmax_consumer_backward(net.ops().space(), grads, m.dlogits.data(),
-                                        net.grad(m.query), net.grad(m.key_norm), dh_[c].data(),
+                                        net.grad(m.query), net.grad(m.key_norm), dh,
                                         m.h.data(), values, m.weights.data(), m.rstd.data(),
                                         net.value(m.query), net.value(m.key_norm), shape);
       } else {
         depth_softmax_backward(net.ops().space(), grads, net.grad(m.query), net.grad(m.key_norm),
-                               dh_[c].data(), values, m.weights.data(), m.rstd.data(),
+                               dh, values, m.weights.data(), m.rstd.data(),
                                net.value(m.query), net.value(m.key_norm), shape);
       }
     }
@@ -446,17 +465,19 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
   std::vector<bool> ran_;
   // By sublayer: the partial sum of its group up to and including it (empty: skipped, or freed
   // under train.recompute). A group's sum is the partial sum of its last member that ran.
-  std::vector<Buffer<T>> partials_;
+  std::vector<StateBuffer<T>> partials_;
   std::vector<int> group_end_;  // by position group: that member, −1 if none ran
   int partial_at_ = -1;         // the running partial sum's sublayer, −1 while empty
 
-  Buffer<T> emb_, y_, dy_, du_, demb_;
+  StateBuffer<T> emb_;
+  Buffer<T> y_, dy_, du_, demb_;
   std::vector<Buffer<T>> u_;  // by sublayer: the core's input, kept for its backward
   // By position: block p's running partial sum (partial_at_) for its train.recompute re-run.
   std::vector<int> saved_;
   std::vector<NormCache<T>> pre_norm_;
   NormCache<T> final_norm_;
   std::vector<Buffer<T>> dh_, dgroup_, dpartial_;
+  std::vector<StateBuffer<T>> dh_narrow_;  // by consumer, under train.state_dtype = bf16
   Buffer<T> dgroup_gathered_;  // the gradient of group gathered_group_ (gathered backward)
   int gathered_group_ = -1;
 };

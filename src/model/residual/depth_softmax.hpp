@@ -7,7 +7,9 @@
 // writes each source's gradient once (ConsumerBackward, then GatherBackward per source;
 // "AttnRes backward by gathering").
 // Accumulators are double whatever T, and the query and key-gain gradients are summed over rows in
-// fixed chunks (for_each_row_sum): the same bits on any thread count.
+// fixed chunks (for_each_row_sum): the same bits on any thread count. The sources are read as
+// StateValues (state_values.hpp): T, or bf16 under train.state_dtype = bf16, widened on load; so
+// are the mixes' output gradients dh.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -17,6 +19,7 @@
 
 #include "core/device_unroll.hpp"
 #include "core/host_device.hpp"
+#include "model/residual/state_values.hpp"
 #include "ops/launch.hpp"
 
 namespace db {
@@ -28,14 +31,15 @@ struct DepthMixShape {
   double eps;
 };
 
-// The source pointers travel by value in the functor (a kernel parameter on the GPU), so a
-// consumer mixes at most this many sources: Full AttnRes with up to 127 blocks. The functors are
+// The source pointers (16 bytes each: a T and a bf16 one) travel by value in the functor (a
+// kernel parameter on the GPU, 4 KiB at 256 sources), so a consumer mixes at most this many
+// sources: Full AttnRes with up to 127 blocks. The functors are
 // compiled for 16, 64 or 256 sources and the smallest that holds m runs: the two-pass functors'
 // per-source arrays live in each GPU thread's local memory, which the device reserves for every
 // thread it can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass
 // functors keep 8 scalars a thread at most, in registers. A source's list of consumers
-// (GatherBackward: the embedding's is 2L + 1 long) has the same capacities: 48 bytes an entry,
-// 12 KiB of kernel parameters at 256 (CUDA ≥ 12.1 takes 32 KiB).
+// (GatherBackward: the embedding's is 2L + 1 long) has the same capacities: 56 bytes an entry,
+// 14 KiB of kernel parameters at 256 (CUDA ≥ 12.1 takes 32 KiB).
 constexpr int kMaxDepthSources = 256;
 
 // A source's gradient from all its consumers c at once (GatherBackward): per token
@@ -44,7 +48,7 @@ constexpr int kMaxDepthSources = 256;
 // the source alone, the same for every consumer).
 template <class T>
 struct DepthGatherTerm {
-  const T* dh;  // the consumer's ∂/∂h [rows, d]
+  StateValues<T> dh;  // the consumer's ∂/∂h [rows, d]
   // Its softmax weight of this source (the forward's weights) and the logit's gradient
   // (ConsumerBackward's dlogits), at [r·stride]; weight null: h is the source itself (weight 1,
   // no key), as the embedding for sublayer 0.
@@ -92,7 +96,7 @@ DB_HD double exp_in_place(double* logit, int m) {
 template <class T, int M>
 struct Forward {
   T *h, *weights, *rstd;
-  PointerList<const T*, M> sources;
+  PointerList<StateValues<T>, M> sources;
   const T *query, *key_gain;
   int d, m;
   double eps;
@@ -100,7 +104,7 @@ struct Forward {
   DB_HD void operator()(int64_t r, const Lanes& lanes) const {
     double logit[M];
     for (int i = 0; i < m; ++i) {
-      const T* v = sources[i] + r * d;
+      const StateValues<T> v = sources[i] + r * d;
       double sum_squares = 0, dot = 0;
       for (int j = lanes.first(); j < d; j += lanes.step()) sum_squares += double(v[j]) * v[j];
       const T rs = key_rstd<T>(lanes.sum(sum_squares), d, eps);
@@ -115,7 +119,7 @@ struct Forward {
     for (int i = 0; i < m; ++i) {
       const T w = T(logit[i] / total);
       if (lanes.leader()) weights[r * m + i] = w;
-      const T* v = sources[i] + r * d;
+      const StateValues<T> v = sources[i] + r * d;
       for (int j = lanes.first(); j < d; j += lanes.step()) hr[j] += w * v[j];
     }
   }
@@ -153,7 +157,7 @@ DB_HD void keep_logit(double (&logit)[N], int i, double l, const Lanes& lanes) {
 template <class T, int M, int D>
 struct OnePassForward {
   T *h, *weights, *rstd;
-  PointerList<const T*, M> sources;
+  PointerList<StateValues<T>, M> sources;
   const T *query, *key_gain;
   int d, m;
   double eps;
@@ -169,7 +173,7 @@ struct OnePassForward {
     for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) numerator[c] = T(0);
     double max_logit = 0, total = 0;
     for (int i = 0; i < m; ++i) {
-      const T* v = sources[i] + r * d;
+      const StateValues<T> v = sources[i] + r * d;
       double sum_squares = 0, dot = 0;
       DB_DEVICE_UNROLL
       for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
@@ -225,19 +229,20 @@ struct OnePassForward {
 template <class T, int M>
 struct Backward {
   PointerList<T*, M> dsources;
-  PointerList<const T*, M> sources;
-  const T *dh, *weights, *rstd, *query, *key_gain;
+  PointerList<StateValues<T>, M> sources;
+  StateValues<T> dh;
+  const T *weights, *rstd, *query, *key_gain;
   int d, m;
   template <class Lanes>
   DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
     double dw[M], dlogit[M];
     double* dq = sums;
     double* dg = sums + d;
-    const T* dhr = dh + r * d;
+    const StateValues<T> dhr = dh + r * d;
     const T* w = weights + r * m;
     double mean_dw = 0;  // Σ_k w_k·dw_k, in source order
     for (int i = 0; i < m; ++i) {
-      const T* v = sources[i] + r * d;
+      const StateValues<T> v = sources[i] + r * d;
       double dot = 0;
       for (int j = lanes.first(); j < d; j += lanes.step()) dot += double(dhr[j]) * v[j];
       dw[i] = lanes.sum(dot);
@@ -245,7 +250,7 @@ struct Backward {
     }
     for (int i = 0; i < m; ++i) dlogit[i] = double(w[i]) * (dw[i] - mean_dw);
     for (int i = 0; i < m; ++i) {
-      const T* v = sources[i] + r * d;
+      const StateValues<T> v = sources[i] + r * d;
       T* dv = dsources[i] + r * d;
       const double rs = rstd[r * m + i];
       // logit = Σ_j q_j g_j v_j rs; dK_j = dlogit·q_j; the RMSNorm backward with gain g.
@@ -276,9 +281,10 @@ struct Backward {
 template <class T, int M, int D>
 struct ConsumerBackward {
   PointerList<T*, M> dsources;  // null: the source's share is gathered later
-  PointerList<const T*, M> sources;
+  PointerList<StateValues<T>, M> sources;
   T* dlogits;
-  const T *dh, *h, *weights, *rstd, *query, *key_gain;
+  StateValues<T> dh;
+  const T *h, *weights, *rstd, *query, *key_gain;
   int d, m;
   template <class Lanes>
   DB_HD void operator()(int64_t r, double* sums, const Lanes& lanes) const {
@@ -287,13 +293,13 @@ struct ConsumerBackward {
     T value[kColumns];
     double* dq = sums;
     double* dg = sums + d;
-    const T* dhr = dh + r * d;
+    const StateValues<T> dhr = dh + r * d;
     const T* hr = h + r * d;
     double part = 0;
     for (int j = lanes.first(); j < d; j += lanes.step()) part += double(dhr[j]) * hr[j];
     const double mean_dw = lanes.sum(part);
     for (int i = 0; i < m; ++i) {
-      const T* v = sources[i] + r * d;
+      const StateValues<T> v = sources[i] + r * d;
       const double w = weights[r * m + i], rs = rstd[r * m + i];
       double dw = 0;
       DB_DEVICE_UNROLL
@@ -337,7 +343,7 @@ struct ConsumerBackward {
 template <class T, int N, int D>
 struct GatherBackward {
   T* dv;
-  const T* v;
+  StateValues<T> v;
   PointerList<DepthGatherTerm<T>, N> consumers;
   int d, n;
   double eps;
@@ -346,7 +352,7 @@ struct GatherBackward {
     constexpr int kColumns = D / Lanes::kCount;  // this lane's: j = first + c·step
     const int columns = lane_share(d, lanes);
     T value[kColumns], grad[kColumns];
-    const T* vr = v + r * d;
+    const StateValues<T> vr = v + r * d;
     double sum_squares = 0;
     DB_DEVICE_UNROLL
     for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
@@ -359,7 +365,7 @@ struct GatherBackward {
     double key = 0;  // Σ_c dlogit_c·Σ_j q_j g_j v_j over this lane's columns
     for (int k = 0; k < n; ++k) {
       const DepthGatherTerm<T> t = consumers[k];
-      const T* dhr = t.dh + r * d;
+      const StateValues<T> dhr = t.dh + r * d;
       if (t.weight == nullptr) {
         DB_DEVICE_UNROLL
         for (int c = 0; c < register_loop_bound<kColumns>(columns); ++c) {
@@ -425,14 +431,14 @@ bool with_width_capacity(int d, const Run& run) {
 // one_pass (train.fused_kernels): OnePassForward where the row fits its registers, else Forward.
 template <class T>
 void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T* rstd,
-                           const std::vector<const T*>& sources, const T* query, const T* key_gain,
+                           const std::vector<StateValues<T>>& sources, const T* query, const T* key_gain,
                            const DepthMixShape& s) {
   using namespace depth_softmax_kernels;
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
   with_list_capacity(s.sources, "depth sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
-    const PointerList<const T*, M> list(sources);
+    const PointerList<StateValues<T>, M> list(sources);
     const bool ran_one_pass =
         one_pass && with_width_capacity<T>(s.d, [&](auto width) {
           constexpr int D = decltype(width)::value;
@@ -452,7 +458,8 @@ void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T
 // for the gathered form).
 template <class T>
 void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, T* dquery,
-                            T* dkey_gain, const T* dh, const std::vector<const T*>& sources,
+                            T* dkey_gain, StateValues<T> dh,
+                            const std::vector<StateValues<T>>& sources,
                             const T* weights, const T* rstd, const T* query, const T* key_gain,
                             const DepthMixShape& s) {
   using namespace depth_softmax_kernels;
@@ -462,7 +469,7 @@ void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, 
     constexpr int M = decltype(capacity)::value;
     for_each_row_sum_lanes(
         space, s.rows, targets,
-        Backward<T, M>{PointerList<T*, M>(dsources), PointerList<const T*, M>(sources), dh, weights,
+        Backward<T, M>{PointerList<T*, M>(dsources), PointerList<StateValues<T>, M>(sources), dh, weights,
                        rstd, query, key_gain, s.d, s.sources});
   });
 }
@@ -480,8 +487,8 @@ bool depth_softmax_gathers(int d) {
 // forward's output.
 template <class T>
 void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& dsources, T* dlogits,
-                                     T* dquery, T* dkey_gain, const T* dh, const T* h,
-                                     const std::vector<const T*>& sources, const T* weights,
+                                     T* dquery, T* dkey_gain, StateValues<T> dh, const T* h,
+                                     const std::vector<StateValues<T>>& sources, const T* weights,
                                      const T* rstd, const T* query, const T* key_gain,
                                      const DepthMixShape& s) {
   using namespace depth_softmax_kernels;
@@ -491,7 +498,7 @@ void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& d
   with_list_capacity(s.sources, "depth sources", [&](auto capacity) {
     constexpr int M = decltype(capacity)::value;
     const PointerList<T*, M> grads(dsources);
-    const PointerList<const T*, M> values(sources);
+    const PointerList<StateValues<T>, M> values(sources);
     with_width_capacity<T>(s.d, [&](auto width) {
       constexpr int D = decltype(width)::value;
       for_each_row_sum_lanes(space, s.rows, targets,
@@ -504,7 +511,7 @@ void depth_softmax_consumer_backward(MemorySpace space, const std::vector<T*>& d
 // The gathered backward, source side: dv [rows, d] (written) of the source v from its
 // consumers' weights and dlogits (GatherBackward); eps is the forward's.
 template <class T>
-void depth_softmax_gather(MemorySpace space, T* dv, const T* v,
+void depth_softmax_gather(MemorySpace space, T* dv, StateValues<T> v,
                           const std::vector<DepthGatherTerm<T>>& consumers, int64_t rows, int d,
                           double eps) {
   using namespace depth_softmax_kernels;

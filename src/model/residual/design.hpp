@@ -70,8 +70,9 @@ struct DesignDescription {
   // How many of the values above (in both counts) the design stores in the cores' activation
   // type, 2 bytes each under bf16 storage (MoDA's depth pools); the rest are fp32. Null: none.
   double (*stored_values_per_token_block)(const ModelConfig& config) = nullptr;
-  // Whether the design keeps a state of its own that train.state_dtype = bf16 rounds (HC/mHC's
-  // streams, AttnRes's sources: state_rounding.hpp); a model refuses bf16 for the others.
+  // Whether the design keeps a state of its own that train.state_dtype = bf16 keeps in bf16
+  // (HC/mHC's streams, rounded: state_rounding.hpp; AttnRes's sources, stored:
+  // state_values.hpp); a model refuses bf16 for the others.
   bool rounds_state = false;
 };
 

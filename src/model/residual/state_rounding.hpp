@@ -1,14 +1,12 @@
-// train.state_dtype = bf16 (ops/ops_options.hpp): the designs with a state of their own round it
-// to bf16 where it passes from one sublayer to the next, forward and backward, so that a run
-// shows what keeping that state in bf16 would do to training before any kernel is written for
-// it (doc/performance.md, "bf16 state, measured first"):
+// train.state_dtype = bf16 (ops/ops_options.hpp): the designs with a state of their own keep it
+// in bf16 where it passes from one sublayer to the next, forward and backward (doc/performance.md,
+// "bf16 state, measured first"). Rounded here, in T buffers (one more pass, no bytes saved):
 //   HC/mHC   the n streams after each merge (and the first, the embedding's copies); their
 //            gradient after each sublayer's backward (and the readout's);
-//   AttnRes  each source when it is written (the embedding, every partial or block sum); the
-//            gradient of each mix before its sources' backward reads it, and the gradient of each
-//            sublayer's output before its core's backward.
-// Arithmetic stays in T; the rounded values stay in T buffers (one more pass, no bytes saved).
-// A later bf16 buffer written at the same points computes the same values.
+//   AttnRes  the gradient of each sublayer's output before its core's backward.
+// AttnRes's sources and the gradients of its mixes are stored in bf16 buffers instead
+// (state_values.hpp), rounded as here: the same values.
+// Arithmetic stays in T.
 #pragma once
 #include <cstdint>
 
