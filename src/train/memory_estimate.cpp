@@ -33,16 +33,19 @@ MemoryEstimate estimate_memory(const RunConfig& config, int ranks_per_run) {
   const double core_bytes = bf16 ? 2.0 * (4.0 * m.d_model + 3.0 * m.ff_dim() + 2.0 * m.d_model)
                                  : 4.0 * (4.0 * m.d_model + 3.0 * m.ff_dim());
   // Of the design's values, those it stores in the cores' type (MoDA's depth pools) take 2 bytes
-  // under bf16 storage; the rest are fp32.
+  // under bf16 storage, those train.state_dtype = bf16 stores in bf16 (AttnRes's sources) under
+  // it; the rest are fp32.
   const double stored = design.stored_values_per_token(m);
-  const auto design_bytes = [&](double values) {
-    return 4.0 * (values - stored) + (bf16 ? 2.0 : 4.0) * stored;
+  const bool bf16_state = config.ops_options().bf16_state;
+  const auto design_bytes = [&](double values, bool recompute) {
+    const double narrow = bf16_state ? design.bf16_state_values_per_token(m, recompute) : 0.0;
+    return 4.0 * (values - stored - narrow) + (bf16 ? 2.0 : 4.0) * stored + 2.0 * narrow;
   };
   const double block =
-      core_bytes + 4.0 * 4.0 * m.d_model + design_bytes(design.state_values_per_token(m));
+      core_bytes + 4.0 * 4.0 * m.d_model + design_bytes(design.state_values_per_token(m), false);
   const double per_token_blocks =
       parse_recompute(config.recompute) == Recompute::blocks
-          ? m.n_layer * design_bytes(design.recompute_values_per_token(m)) + block
+          ? m.n_layer * design_bytes(design.recompute_values_per_token(m), true) + block
           : m.n_layer * block;
   MemoryEstimate e;
   e.weights_bytes = 2 * 4 * params + (bf16 ? 2 * params : 0);  // values, gradients, bf16 copy

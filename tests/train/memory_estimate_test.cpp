@@ -207,6 +207,38 @@ BOOST_AUTO_TEST_CASE(values_a_design_stores_in_the_cores_type_take_its_bytes) {
   }
 }
 
+// train.state_dtype = bf16: AttnRes's sources take 2 bytes (Full: its two sublayer outputs; Block:
+// its two partial sums, under recompute the one a block ends with); the other designs refuse it.
+BOOST_AUTO_TEST_CASE(sources_stored_in_bf16_take_two_bytes) {
+  for (const DesignInfo& d : all_designs()) {
+    const ModelConfig& m = config_of(d.name).model;
+    for (bool recompute : {false, true}) {
+      const double narrow = d.bf16_state_values_per_token(m, recompute);
+      BOOST_TEST(narrow <= (recompute ? d.recompute_values_per_token(m)
+                                      : d.state_values_per_token(m)) - d.stored_values_per_token(m),
+                 d.name);
+      BOOST_TEST((narrow == 0 || d.rounds_state), d.name);
+    }
+  }
+  for (const char* arch : {"attnres_full", "attnres_block"})
+    for (const char* recompute : {"none", "blocks"}) {
+      RunConfig fp32 = config_of(arch);
+      fp32.recompute = recompute;
+      RunConfig bf16 = fp32;
+      bf16.state_dtype = "bf16";
+      const bool re = std::string(recompute) == "blocks";
+      const double saved =
+          estimate_memory(fp32).activations_bytes - estimate_memory(bf16).activations_bytes;
+      const DesignInfo& d = find_design(arch);
+      // 2 bytes less per value: every block's (under recompute what each block keeps, and the
+      // re-run block's).
+      const double values = fp32.model.n_layer * d.bf16_state_values_per_token(fp32.model, re) +
+                            (re ? d.bf16_state_values_per_token(fp32.model, false) : 0.0);
+      BOOST_TEST(saved == tokens(fp32) * 2.0 * values, std::string(arch) + " " + recompute);
+      BOOST_TEST(saved > 0);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_cpu_run_on_several_ranks_counts_its_mpi_gradient_sums_scratch) {
   // The rank-order sum (ops/rank_order_sum.cpp) keeps, per rank, its slice (1/p) of every range
   // from each of the p − 1 other ranks: (p − 1)/p of the fp32 gradients.

@@ -55,6 +55,9 @@ DesignInfo attnres_block_design() {
        // Under train.recompute = blocks: the block's input mix, the partial sum it ends with
        // (which the next block reads, by reference) and the gradients of the mixes.
        .recompute_values_per_token_block = [](const ModelConfig& c) { return 4.0 * c.d_model; },
+       // Its two partial sums; under recompute the one it ends with.
+       .bf16_state_values_per_token_block =
+           [](const ModelConfig& c, bool recompute) { return (recompute ? 1.0 : 2.0) * c.d_model; },
        .rounds_state = true});
 }
 

@@ -23,6 +23,9 @@ DesignInfo attnres_full_design() {
        // Under train.recompute = blocks: the block's input mix, its two outputs as sources, and
        // the gradients of the mixes and sources.
        .recompute_values_per_token_block = [](const ModelConfig& c) { return 7.0 * c.d_model; },
+       // Its two sources, in either count.
+       .bf16_state_values_per_token_block = [](const ModelConfig& c,
+                                               bool) { return 2.0 * c.d_model; },
        .rounds_state = true});
 }
 

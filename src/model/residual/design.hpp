@@ -70,6 +70,9 @@ struct DesignDescription {
   // How many of the values above (in both counts) the design stores in the cores' activation
   // type, 2 bytes each under bf16 storage (MoDA's depth pools); the rest are fp32. Null: none.
   double (*stored_values_per_token_block)(const ModelConfig& config) = nullptr;
+  // Of the values above (those of recompute_values_per_token_block where recompute), how many
+  // train.state_dtype = bf16 stores in bf16, 2 bytes each (AttnRes's sources). Null: none.
+  double (*bf16_state_values_per_token_block)(const ModelConfig& config, bool recompute) = nullptr;
   // Whether the design keeps a state of its own that train.state_dtype = bf16 keeps in bf16
   // (HC/mHC's streams, rounded: state_rounding.hpp; AttnRes's sources, stored:
   // state_values.hpp); a model refuses bf16 for the others.
@@ -93,6 +96,10 @@ struct DesignInfo : DesignDescription {
   }
   double stored_values_per_token(const ModelConfig& config) const {
     return stored_values_per_token_block ? stored_values_per_token_block(config) : 0.0;
+  }
+  double bf16_state_values_per_token(const ModelConfig& config, bool recompute) const {
+    return bf16_state_values_per_token_block ? bf16_state_values_per_token_block(config, recompute)
+                                             : 0.0;
   }
 };
 
