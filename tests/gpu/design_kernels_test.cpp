@@ -83,14 +83,15 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       auto backward = [&](MemorySpace space, const std::vector<float*>& dsrc,
                           const std::vector<StateValues<float>>& src, auto at) {
         if (!c.one_pass) {
-          depth_softmax_backward<float>(space, dsrc, at(dquery), at(dgain), at(dh), src, at(w), at(rstd),
-                                 at(query), at(gain), s);
+          depth_softmax_backward<float>(space, dsrc, at(dquery), at(dgain), at(dh), src, at(w),
+                                        at(rstd), at(query), at(gain), s);
           return;
         }
         std::vector<float*> added(s.sources, nullptr);
         added.back() = dsrc.back();
-        depth_softmax_consumer_backward<float>(space, added, at(dlogits), at(dquery), at(dgain), at(dh),
-                                        at(h), src, at(w), at(rstd), at(query), at(gain), s);
+        depth_softmax_consumer_backward<float>(space, added, at(dlogits), at(dquery), at(dgain),
+                                               at(dh), at(h), src, at(w), at(rstd), at(query),
+                                               at(gain), s);
         for (int i = 0; i + 1 < s.sources; ++i)
           depth_softmax_gather<float>(
               space, dsrc[i], src[i],
@@ -140,9 +141,9 @@ BOOST_AUTO_TEST_CASE(gathered_source_gradient_host_loop_matches_the_kernel) {
           return l;
         };
         depth_softmax_gather<float>(MemorySpace::host, dv.cpu(), v.cpu(),
-                             list([](Pair& p) { return p.cpu(); }), rows, d, 1e-6);
+                                    list([](Pair& p) { return p.cpu(); }), rows, d, 1e-6);
         depth_softmax_gather<float>(cuda::cuda_memory_space(), dv.gpu(), v.gpu(),
-                             list([](Pair& p) { return p.gpu(); }), rows, d, 1e-6);
+                                    list([](Pair& p) { return p.gpu(); }), rows, d, 1e-6);
         BOOST_TEST(close("gathered dsource", dv));
       }
 }

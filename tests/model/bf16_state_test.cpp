@@ -1,10 +1,10 @@
 // train.state_dtype = bf16: HC/mHC round their streams (model/residual/state_rounding.hpp) and
 // AttnRes stores its sources in bf16 (state_values.hpp), and the gradients of both are kept in
-// bf16 between sublayers; the arithmetic stays in the model type. On the CPU, for every design with such a state (and the options that change
-// it): the loss and gradients stay within bf16 tolerance of fp32 state yet differ from it (the
-// state really was rounded; HC/mHC's depth states hold bf16 values only); two runs and
-// train.recompute = blocks give the same bits; a model in double runs it too; a design without
-// a state of its own refuses it in one line.
+// bf16 between sublayers; the arithmetic stays in the model type. On the CPU, for every design with
+// such a state (and the options that change it): the loss and gradients stay within bf16 tolerance
+// of fp32 state yet differ from it (the state really was rounded; HC/mHC's depth states hold bf16
+// values only); two runs and train.recompute = blocks give the same bits; a model in double runs it
+// too; a design without a state of its own refuses it in one line.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE bf16_state
 #include <boost/test/unit_test.hpp>

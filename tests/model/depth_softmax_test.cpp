@@ -86,15 +86,15 @@ Outputs<T> run(const Inputs<T>& in, bool one_pass_forward, bool gathered_backwar
   for (std::vector<T>& ds : out.dsources) dsources.push_back(ds.data());
   if (!gathered_backward) {
     depth_softmax_backward<T>(MemorySpace::host, dsources, out.dquery.data(), out.dkey_gain.data(),
-                           in.dh.data(), in.pointers(), out.weights.data(), out.rstd.data(),
-                           in.query.data(), in.key_gain.data(), s);
+                              in.dh.data(), in.pointers(), out.weights.data(), out.rstd.data(),
+                              in.query.data(), in.key_gain.data(), s);
     return out;
   }
   std::vector<T> dlogits(kRows * s.sources);
   depth_softmax_consumer_backward<T>(MemorySpace::host, std::vector<T*>(s.sources, nullptr),
-                                  dlogits.data(), out.dquery.data(), out.dkey_gain.data(),
-                                  in.dh.data(), out.h.data(), in.pointers(), out.weights.data(),
-                                  out.rstd.data(), in.query.data(), in.key_gain.data(), s);
+                                     dlogits.data(), out.dquery.data(), out.dkey_gain.data(),
+                                     in.dh.data(), out.h.data(), in.pointers(), out.weights.data(),
+                                     out.rstd.data(), in.query.data(), in.key_gain.data(), s);
   for (int i = 0; i < s.sources; ++i)
     depth_softmax_gather<T>(MemorySpace::host, dsources[i], in.pointers()[i],
                             {{in.dh.data(), out.weights.data() + i, dlogits.data() + i,
@@ -196,12 +196,12 @@ double gathered_against_scattered(int d) {
     }
     std::vector<T> dq(d), dg(d), dq_gathered(d), dg_gathered(d);
     depth_softmax_backward<T>(MemorySpace::host, scatter, dq.data(), dg.data(), in.dh.data(),
-                           in.pointers(), weights[c].data(), rstd[c].data(), in.query.data(),
-                           in.key_gain.data(), s);
+                              in.pointers(), weights[c].data(), rstd[c].data(), in.query.data(),
+                              in.key_gain.data(), s);
     depth_softmax_consumer_backward<T>(MemorySpace::host, gather, dlogits[c].data(),
-                                    dq_gathered.data(), dg_gathered.data(), in.dh.data(),
-                                    h[c].data(), in.pointers(), weights[c].data(), rstd[c].data(),
-                                    in.query.data(), in.key_gain.data(), s);
+                                       dq_gathered.data(), dg_gathered.data(), in.dh.data(),
+                                       h[c].data(), in.pointers(), weights[c].data(),
+                                       rstd[c].data(), in.query.data(), in.key_gain.data(), s);
     for (const std::vector<T>* p : {&dq, &dg})
       dparams_scattered.insert(dparams_scattered.end(), p->begin(), p->end());
     for (const std::vector<T>* p : {&dq_gathered, &dg_gathered})
@@ -217,7 +217,7 @@ double gathered_against_scattered(int d) {
                         consumers[c].query.data(), consumers[c].key_gain.data(), mixes[c]});
     if (i == 0) list.push_back({direct_dh.data(), nullptr, nullptr, nullptr, nullptr, 0});
     depth_softmax_gather<T>(MemorySpace::host, gathered[i].data(), values[i].data(), list, kRows, d,
-                         1e-6);
+                            1e-6);
   }
   std::vector<T> all_scattered = dparams_scattered, all_gathered = dparams_gathered;
   for (int i = 0; i <= pool; ++i) {

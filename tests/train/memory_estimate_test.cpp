@@ -214,9 +214,10 @@ BOOST_AUTO_TEST_CASE(sources_stored_in_bf16_take_two_bytes) {
     const ModelConfig& m = config_of(d.name).model;
     for (bool recompute : {false, true}) {
       const double narrow = d.bf16_state_values_per_token(m, recompute);
-      BOOST_TEST(narrow <= (recompute ? d.recompute_values_per_token(m)
-                                      : d.state_values_per_token(m)) - d.stored_values_per_token(m),
-                 d.name);
+      BOOST_TEST(
+          narrow <= (recompute ? d.recompute_values_per_token(m) : d.state_values_per_token(m)) -
+                        d.stored_values_per_token(m),
+          d.name);
       BOOST_TEST((narrow == 0 || d.rounds_state), d.name);
     }
   }

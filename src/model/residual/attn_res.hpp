@@ -449,13 +449,13 @@ class AttnResidual : public ResidualDesign<T>, public LayerMixing<T> {
       if (gather) {
         m.dlogits.resize(net.rows() * sources);
         depth_softmax_consumer_backward(net.ops().space(), grads, m.dlogits.data(),
-                                        net.grad(m.query), net.grad(m.key_norm), dh,
-                                        m.h.data(), values, m.weights.data(), m.rstd.data(),
-                                        net.value(m.query), net.value(m.key_norm), shape);
+                                        net.grad(m.query), net.grad(m.key_norm), dh, m.h.data(),
+                                        values, m.weights.data(), m.rstd.data(), net.value(m.query),
+                                        net.value(m.key_norm), shape);
       } else {
         depth_softmax_backward(net.ops().space(), grads, net.grad(m.query), net.grad(m.key_norm),
-                               dh, values, m.weights.data(), m.rstd.data(),
-                               net.value(m.query), net.value(m.key_norm), shape);
+                               dh, values, m.weights.data(), m.rstd.data(), net.value(m.query),
+                               net.value(m.key_norm), shape);
       }
     }
   }

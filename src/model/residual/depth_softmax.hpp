@@ -33,11 +33,11 @@ struct DepthMixShape {
 
 // The source pointers (16 bytes each: a T and a bf16 one) travel by value in the functor (a
 // kernel parameter on the GPU, 4 KiB at 256 sources), so a consumer mixes at most this many
-// sources: Full AttnRes with up to 127 blocks. The functors are
-// compiled for 16, 64 or 256 sources and the smallest that holds m runs: the two-pass functors'
-// per-source arrays live in each GPU thread's local memory, which the device reserves for every
-// thread it can hold (4 KiB per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass
-// functors keep 8 scalars a thread at most, in registers. A source's list of consumers
+// sources: Full AttnRes with up to 127 blocks. The functors are compiled for 16, 64 or 256
+// sources and the smallest that holds m runs: the two-pass functors' per-source arrays live in
+// each GPU thread's local memory, which the device reserves for every thread it can hold (4 KiB
+// per thread for 256 sources: ≈ 1.1 GiB on an H200); the one-pass functors keep 8 scalars a
+// thread at most, in registers. A source's list of consumers
 // (GatherBackward: the embedding's is 2L + 1 long) has the same capacities: 56 bytes an entry,
 // 14 KiB of kernel parameters at 256 (CUDA ≥ 12.1 takes 32 KiB).
 constexpr int kMaxDepthSources = 256;
@@ -431,8 +431,8 @@ bool with_width_capacity(int d, const Run& run) {
 // one_pass (train.fused_kernels): OnePassForward where the row fits its registers, else Forward.
 template <class T>
 void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T* rstd,
-                           const std::vector<StateValues<T>>& sources, const T* query, const T* key_gain,
-                           const DepthMixShape& s) {
+                           const std::vector<StateValues<T>>& sources, const T* query,
+                           const T* key_gain, const DepthMixShape& s) {
   using namespace depth_softmax_kernels;
   DB_REQUIRE(s.sources >= 1 && s.sources == int(sources.size()),
              "depth_softmax_forward: sources do not match the shape");
@@ -459,8 +459,8 @@ void depth_softmax_forward(MemorySpace space, bool one_pass, T* h, T* weights, T
 template <class T>
 void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, T* dquery,
                             T* dkey_gain, StateValues<T> dh,
-                            const std::vector<StateValues<T>>& sources,
-                            const T* weights, const T* rstd, const T* query, const T* key_gain,
+                            const std::vector<StateValues<T>>& sources, const T* weights,
+                            const T* rstd, const T* query, const T* key_gain,
                             const DepthMixShape& s) {
   using namespace depth_softmax_kernels;
   SumTargets<T> targets;
@@ -469,8 +469,8 @@ void depth_softmax_backward(MemorySpace space, const std::vector<T*>& dsources, 
     constexpr int M = decltype(capacity)::value;
     for_each_row_sum_lanes(
         space, s.rows, targets,
-        Backward<T, M>{PointerList<T*, M>(dsources), PointerList<StateValues<T>, M>(sources), dh, weights,
-                       rstd, query, key_gain, s.d, s.sources});
+        Backward<T, M>{PointerList<T*, M>(dsources), PointerList<StateValues<T>, M>(sources), dh,
+                       weights, rstd, query, key_gain, s.d, s.sources});
   });
 }
 

@@ -86,11 +86,9 @@ class StateBuffer {
   void widen_into(MemorySpace space, T* out, int64_t count) const {
     for_each_index(space, count, state_kernels::Widen<T>{out, values()});
   }
-  void release() { *this = {}; }
 
   StateValues<T> values() const { return {wide_.data(), narrow_.data()}; }
   StateTarget<T> target() { return {wide_.data(), narrow_.data()}; }
-  bool empty() const { return wide_.empty() && narrow_.empty(); }
 
  private:
   Buffer<T> wide_;
