@@ -11,7 +11,10 @@
 # (`depthbench bench --breakdown`: CUDA events around every op and every design kernel), taken
 # in the cuda_graphs = off run (a timed model runs eagerly), and the same of the designs with
 # work of their own (BREAKDOWNS). train.reduce_bucket_mb (lever 5) needs two GPUs or more: it
-# has no row in this one-GPU table.
+# has no row in this one-GPU table. Last, the attention paths at two head dims (PADDED_DEPTH):
+# Pre-LN on cuDNN (the default) and on our flash kernel at L = 24 (hd 64, which cuDNN reads in
+# place) and at a depth whose head dim cuDNN pads (default 28: hd 60, a padded copy of q, k, v, o
+# and their gradients around every call), so a run shows whether those copies cost cuDNN its lead.
 #
 # usage: bench/gpu_speed.sh [--short] [--cpu-smoke] [--out DIR]
 #   --short      what tests/gpu/check.sh runs: Pre-LN and HC at L = 24, Pre-LN at L = 70, the
@@ -27,7 +30,8 @@
 # PYTHON (a python3 with torch; default python3, else /usr/bin/python3), STEPS (timed steps,
 # default 5, --short/--cpu-smoke 2), WARMUP (untimed steps, default 3, --cpu-smoke 1), PEAK_TFLOPS (the MFU
 # denominator, default 989: dense bf16 of one H100/H200 SXM), PRECISION (default bf16),
-# DESIGNS (default all ten), DEPTH_1P6B (28), BUDGET_S (whole run, default 3600; --short 100),
+# DESIGNS (default all ten), DEPTH_1P6B (28), PADDED_DEPTH (the main400m depth of the
+#   attention-path rows, default 28; empty: none; --short none), BUDGET_S (whole run, default 3600; --short 100),
 # ITEM_S (one command at most, default 600; --short 60),
 # BENCH_ARGS ("--train.KEY VALUE ...": added to every depthbench bench call, --shape-only too,
 #   replacing the script's own value of a key; a lever row's own key still wins),
@@ -74,6 +78,9 @@ ALL_DESIGNS="pre_ln sandwich_ln lns deepnorm keel moda hc mhc attnres_full attnr
 # The smoke test needs one design PyTorch has and one it lacks, not all ten.
 DESIGNS=${DESIGNS:-$( ((SMOKE)) && echo "pre_ln hc" || echo "$ALL_DESIGNS")}
 DEPTH_1P6B=${DEPTH_1P6B:-28}
+PADDED_DEPTH=${PADDED_DEPTH-$( ((SHORT)) || echo 28)}
+[[ -z $PADDED_DEPTH || $PADDED_DEPTH =~ ^[0-9]+$ ]] ||
+  { echo "gpu_speed.sh: PADDED_DEPTH: '$PADDED_DEPTH' is not a depth" >&2; exit 2; }
 # Issue 22's levers, one switched off per row at L = 24 (cuda_graphs = off always: it carries the
 # breakdown); a design with its own arithmetic on warps last, then bf16 AttnRes sources (off by
 # default: that row switches it on).
@@ -121,19 +128,21 @@ SUITE_400M=$ROOT/input/main400m.ini
 SUITE_1P6B=$ROOT/input/validation1p6b.ini
 if ((SMOKE)); then
   BACKEND=cpu TORCH_DEVICE=cpu
-  # Tiny stand-ins for the three shapes: the suite's recipe and rule, a shape small enough to
-  # time in a second (n_layer 2, 3 and 2; the 1.6B rule's GQA and QK-norm kept).
+  # Tiny stand-ins for the shapes: the suite's recipe and rule, a shape small enough to time in
+  # a second (n_layer 2, 3 and 2; the 1.6B rule's GQA and QK-norm kept; Lpad's head dim 20,
+  # which cuDNN would pad to 24).
   tiny="--model.d_model 64 --model.n_head 4 --model.vocab_size 257 --train.seq_len 32"
   tiny+=" --train.micro_batch 2 --train.threads 1"
   declare -A SHAPE_ARGS=([L24]="$tiny --model.n_layer 2 --model.ff 0"
                          [L70]="$tiny --model.n_layer 3 --model.ff 0"
-                         [1p6b]="$tiny --model.n_layer 2 --model.n_kv_head 2 --model.ff 192")
+                         [1p6b]="$tiny --model.n_layer 2 --model.n_kv_head 2 --model.ff 192"
+                         [Lpad]="$tiny --model.n_layer 2 --model.d_model 80 --model.ff 0")
 else
   BACKEND=cuda TORCH_DEVICE=cuda
-  declare -A SHAPE_ARGS=([L24]="" [L70]="" [1p6b]="")
+  declare -A SHAPE_ARGS=([L24]="" [L70]="" [1p6b]="" [Lpad]="")
 fi
-declare -A SHAPE_SUITE=([L24]=$SUITE_400M [L70]=$SUITE_400M [1p6b]=$SUITE_1P6B)
-declare -A SHAPE_DEPTH=([L24]=24 [L70]=70 [1p6b]=$DEPTH_1P6B)
+declare -A SHAPE_SUITE=([L24]=$SUITE_400M [L70]=$SUITE_400M [1p6b]=$SUITE_1P6B [Lpad]=$SUITE_400M)
+declare -A SHAPE_DEPTH=([L24]=24 [L70]=70 [1p6b]=$DEPTH_1P6B [Lpad]=$PADDED_DEPTH)
 
 left() { echo $((BUDGET_S - ($(date +%s) - START))); }
 # Seconds the next command may take: ITEM_S, or what is left of the budget; 0 when too little.
@@ -208,6 +217,15 @@ levers() {
   done
 }
 
+# attention_paths: Pre-LN on our flash kernel at L = 24 and at PADDED_DEPTH (Lpad), and on the
+# default path (cuDNN) at Lpad; the L = 24 default row is the main table's.
+attention_paths() {
+  [[ -n $PADDED_DEPTH ]] || return 0
+  ours L24 pre_ln attention=flash
+  ours Lpad pre_ln
+  ours Lpad pre_ln attention=flash
+}
+
 # The designs bench/pytorch_reference.py implements (asked once; it needs no torch for that).
 TORCH_DESIGNS=" $("$PYTHON" "$HERE/pytorch_reference.py" --list-designs 2>/dev/null) "
 
@@ -261,6 +279,7 @@ else
   ours 1p6b pre_ln
   for design in pre_ln $BREAKDOWNS; do ours L24 "$design" cuda_graphs=off --breakdown; done
   levers
+  attention_paths
   for shape in L24 L70; do
     for design in $DESIGNS; do
       for mode in eager compile; do theirs "$shape" "$design" "$mode"; done

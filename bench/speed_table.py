@@ -14,7 +14,8 @@ import json
 import re
 import sys
 
-SHAPE_NAMES = {"L24": "main400m L = 24", "L70": "main400m L = 70", "1p6b": "validation1p6b"}
+SHAPE_NAMES = {"L24": "main400m L = 24", "L70": "main400m L = 70", "1p6b": "validation1p6b",
+               "Lpad": "main400m, padded head dim"}
 DASH = "—"
 
 
@@ -64,7 +65,8 @@ def fallback_notes(label, r, notes):
 
 def print_lever_table(levers, ours, notes):
     """Issue 22's levers: each lever row against the all-levers-on row of its design at L = 24
-    (the main table's), with what the run reports it ran."""
+    (the main table's), with what the run reports it ran. levers: (arch, (variant, result or
+    reason)) at L = 24."""
     print("\n### Pre-LN L = 24, one lever off\n")
     print("Each row sets one key (`--train.KEY VALUE`, the variant) and leaves every other at its "
           "default; \"vs all on\": its step time and peak memory over the all-levers-on row of "
@@ -98,6 +100,45 @@ def print_lever_table(levers, ours, notes):
                   f"{attention} | {r.get('activation_dtype', DASH)} | {graphs} |")
 
 
+def head_dim(r):
+    return r["d_model"] // r["n_head"] if r.get("n_head") else DASH
+
+
+def print_attention_path_table(levers, ours, notes):
+    """Pre-LN on the default attention path (cuDNN) and on our flash kernel, at L = 24 (a head
+    dim cuDNN reads in place) and at the padded-head-dim shape (Lpad), where cuDNN works on
+    padded copies."""
+    print("\n### Attention paths: cuDNN and our flash kernel, unpadded and padded head dim\n")
+    print("Pre-LN with the default attention path (`auto`: cuDNN where it runs the shape) and with "
+          "`train.attention = flash`. cuDNN needs the head dim a multiple of 8: elsewhere every "
+          "call pads q, k, v, o and their gradients into copies (doc/cuda.md). \"flash vs "
+          "default\": the flash row's step time over the default row's of the same shape; below "
+          "1.00× at the padded shape and above it at L = 24 means the copies cost cuDNN its "
+          "lead there.\n")
+    print("| shape | head dim | variant | attention | tokens/s | step ms | flash vs default "
+          "| peak GiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for shape in ("L24", "Lpad"):
+        base = ours.get((shape, "pre_ln"))
+        flash = next((r for s, arch, v, r in levers
+                      if s == shape and arch == "pre_ln" and v == "attention=flash"), None)
+        for variant, r in (("default", base), ("attention=flash", flash)):
+            name = SHAPE_NAMES.get(shape, shape)
+            if not isinstance(r, dict):
+                reason = r or "not measured in this run"
+                print(f"| {name} | {DASH} | {variant} | {reason.split(':')[0]} | " +
+                      " | ".join([DASH] * 4) + " |")
+                notes.append(f"depthbench pre_ln {shape} {variant}: {reason}")
+                continue
+            ratio = (f"{r['step_ms'] / base['step_ms']:.2f}×"
+                     if variant != "default" and isinstance(base, dict) else DASH)
+            fallback_notes(f"pre_ln {shape} {variant}", r, notes)
+            print(f"| {name} (d {r['d_model']}, L {r['n_layer']}) | {head_dim(r)} | {variant} | "
+                  f"{attention_cell(r.get('attention_paths', ''))} | "
+                  f"{fmt_int(r['tokens_per_second'])} | {r['step_ms']:.1f} | {ratio} | "
+                  f"{r['peak_memory_bytes'] / 2**30:.2f} |")
+
+
 def print_notes(notes, title):
     if not notes:
         return
@@ -125,7 +166,7 @@ def main():
     rows = read_results(args.results)
 
     ours = {}     # (shape, arch) -> result or reason, every lever at its default
-    levers = []   # (arch, (variant, result or reason)) at L = 24, in the order measured
+    levers = []   # (shape, arch, variant, result or reason), in the order measured
     theirs = {}   # (shape, arch, mode) -> record
     order = []    # (shape, arch) in the order measured
     notes, lever_notes = [], []
@@ -137,7 +178,7 @@ def main():
             if result:
                 results.append(result)
             if "variant" in r:
-                levers.append((arch, (r["variant"], result if result else why(r))))
+                levers.append((shape, arch, r["variant"], result if result else why(r)))
                 continue
             ours[(shape, arch)] = result if result else why(r)
             if (shape, arch) not in order:
@@ -198,9 +239,14 @@ def main():
                     notes.append(f"PyTorch {mode} {arch} {shape}: {why(t)}")
         print(f"| {label} | {arch} | " + " | ".join(cells + torch_cells + torch_ratios) + " |")
     print_notes(notes, "Why a cell is empty, and what fell back")
-    if levers:
-        print_lever_table(levers, ours, lever_notes)
+    at_l24 = [(arch, (variant, r)) for shape, arch, variant, r in levers if shape == "L24"]
+    if at_l24:
+        print_lever_table(at_l24, ours, lever_notes)
         print_notes(lever_notes, "Why a cell is empty, and what fell back")
+    if any(shape == "Lpad" for shape, _ in ours) or any(lever[0] == "Lpad" for lever in levers):
+        path_notes = []
+        print_attention_path_table(levers, ours, path_notes)
+        print_notes(path_notes, "Why a cell is empty, and what fell back")
     for r in (v for v in results if v.get("breakdown")):
         step = r["breakdown_step_ms"]
         timed = sum(s["ms"] for s in r["breakdown"])

@@ -3,7 +3,8 @@
 # PyTorch columns ("—" for a design the reference lacks and for torch.compile where torch has
 # none), the ratios against Pre-LN, the lever table (one lever off per row, what each row ran;
 # BENCH_ARGS sets bf16 activations on every command, so activation_dtype=fp32 really changes
-# the computation), the per-op breakdowns (Pre-LN; HC with its kernels by functor); a bad
+# the computation), the per-op breakdowns (Pre-LN; HC with its kernels by functor), the attention
+# paths at an unpadded and a padded head dim (cuDNN's default against our flash kernel); a bad
 # BENCH_ARGS stops the script with status 2; a depthbench that fails gives "failed" rows, the
 # reason, and exit status 1; the lever table's GPU cells (attention fallback, failed capture,
 # skipped row) from a made-up results file.
@@ -21,13 +22,16 @@ cat "$table"
 cmp -s "$table" "$work/ok.txt" || fail "stdout is not the table written to gpu_speed.md"
 grep -q '^| shape | design | tokens/s | MFU | step ms | peak GiB | vs Pre-LN | PyTorch eager tokens/s | compiled tokens/s | ours / eager | ours / compiled |$' "$table" ||
   fail "header row"
-rows=$(grep -cE '^\| (main400m|validation1p6b)' "$table")
-((rows == 5)) || fail "$rows design rows, expected 5 (pre_ln and hc at two 400M shapes, pre_ln at 1.6B)"
+rows=$(grep -cE '^\| (main400m|validation1p6b)[^|]*\| (pre_ln|hc) \|' "$table")
+((rows == 6)) || fail "$rows design rows, expected 6 (pre_ln and hc at two 400M shapes, pre_ln at 1.6B and at the padded head dim)"
 # Pre-LN rows: figures, 1.00× against themselves, a PyTorch eager figure and its ratio.
 while read -r line; do
   [[ $line =~ \|\ pre_ln\ \|\ [0-9\ ]+\ \|\ [0-9.]+%\ \|\ [0-9.]+\ \|\ [0-9.]+\ \|\ 1\.00×\ \|\ [0-9\ ]+\ \|\ —\ \|\ [0-9.]+×\ \|\ —\ \|$ ]] ||
     fail "pre_ln row: $line"
-done < <(grep -E '^\| (main400m|validation1p6b).*\| pre_ln \|' "$table")
+done < <(grep -E '^\| (main400m L|validation1p6b).*\| pre_ln \|' "$table")
+# The padded-head-dim shape has no PyTorch run: its own row, no PyTorch figure.
+grep -qE '^\| main400m, padded head dim \(d 80, L 2\) \| pre_ln \| [0-9 ]+ \| [0-9.]+% \| [0-9.]+ \| [0-9.]+ \| 1\.00× \| — \| — \| — \| — \|$' "$table" ||
+  fail "padded head dim row in the main table"
 # HC: measured, a ratio against Pre-LN, no PyTorch twin.
 grep -E '^\| (main400m|validation1p6b).*\| hc \|' "$table" | while read -r line; do
   [[ $line =~ \|\ hc\ \|\ [0-9\ ]+\ \|.*\|\ [0-9.]+×\ \|\ —\ \|\ —\ \|\ —\ \|\ —\ \|$ ]] || fail "hc row: $line"
@@ -66,8 +70,20 @@ grep -q "^### One hc step op by op" "$table" || fail "hc breakdown title"
 grep -qE '^\| stream_kernels::MixGrads \| 4 \| [0-9.]+ \| [0-9.]+% \|$' "$table" ||
   fail "hc breakdown: the mix backward, by functor, once per sublayer (2 blocks)"
 lever_row hc cuda_graphs=off "[0-9.]+×" bf16 "off \(ops timed\)"
-(($(wc -l <"$work/ok/gpu_speed.jsonl") == 21)) ||
-  fail "gpu_speed.jsonl: 5 depthbench + 6 lever + 10 PyTorch lines (2 modes each) expected"
+# The attention paths: the default and flash at L = 24 (hd 16) and at the padded shape (hd 20).
+grep -q '^### Attention paths: cuDNN and our flash kernel, unpadded and padded head dim$' "$table" ||
+  fail "attention path table title"
+path_row() {  # SHAPE HEAD_DIM VARIANT RATIO
+  grep -qE "^\| $1 \| $2 \| $3 \| cpu \| [0-9 ]+ \| [0-9.]+ \| $4 \| [0-9.]+ \|$" "$table" ||
+    fail "attention path row $1 $3: $(grep -E "^\| $1 \|" "$table")"
+}
+path_row "main400m L = 24 \(d 64, L 2\)" 16 default —
+path_row "main400m L = 24 \(d 64, L 2\)" 16 attention=flash "[0-9.]+×"
+path_row "main400m, padded head dim \(d 80, L 2\)" 20 default —
+path_row "main400m, padded head dim \(d 80, L 2\)" 20 attention=flash "[0-9.]+×"
+lever_row pre_ln attention=flash "[0-9.]+×" bf16 "$cpu_graphs"
+(($(wc -l <"$work/ok/gpu_speed.jsonl") == 24)) ||
+  fail "gpu_speed.jsonl: 6 depthbench + 8 lever + 10 PyTorch lines (2 modes each) expected"
 
 # BENCH_ARGS that is not "--train.KEY VALUE" pairs, or that depthbench refuses: status 2, nothing run.
 for bad in "--model.d_model 32" "--train.attention" "--train.attention bogus"; do
@@ -99,7 +115,7 @@ grep -q "depthbench pre_ln L24 cuda_graphs=off: failed: depthbench bench: error:
 # shapes (a fallback's reason under the table, the main table's too), a failed capture, a row
 # skipped for time.
 gpu_result() {  # ARCH ATTENTION_PATHS CUDA_GRAPHS STEP_MS PEAK_BYTES
-  printf '{"arch": "%s", "backend": "cuda", "device": "NVIDIA H200", "precision": "bf16", "activation_dtype": "bf16", "attention_paths": "%s", "cuda_graphs": "%s", "recompute": "none", "n_layer": 24, "d_model": 1024, "seq_len": 2048, "micro_batch": 8, "steps": 5, "warmup_steps": 3, "step_ms": %s, "tokens_per_second": %s, "mfu": 0.4, "peak_memory_bytes": %s}' \
+  printf '{"arch": "%s", "backend": "cuda", "device": "NVIDIA H200", "precision": "bf16", "activation_dtype": "bf16", "attention_paths": "%s", "cuda_graphs": "%s", "recompute": "none", "n_layer": 24, "d_model": 1024, "n_head": 16, "seq_len": 2048, "micro_batch": 8, "steps": 5, "warmup_steps": 3, "step_ms": %s, "tokens_per_second": %s, "mfu": 0.4, "peak_memory_bytes": %s}' \
     "$1" "$2" "$3" "$4" "$((16384000 / $4))" "$5"
 }
 {
@@ -112,7 +128,12 @@ gpu_result() {  # ARCH ATTENTION_PATHS CUDA_GRAPHS STEP_MS PEAK_BYTES
   printf 'L24\t{"source": "depthbench", "result": %s, "variant": "recompute=blocks"}\n' \
     "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)" "eager after capture failed: cudaErrorStreamCaptureInvalidated" 125 4294967296)"
   printf 'L24\t{"source": "depthbench", "arch": "attnres_full", "variant": "activation_dtype=fp32", "skipped": "time budget spent"}\n'
-} >"$work/gpu.jsonl"
+  # The padded head dim (L = 28, d = 960: hd 60), cuDNN on padded copies and our flash kernel.
+  printf 'Lpad\t{"source": "depthbench", "result": %s}\n' \
+    "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=60: cudnn" captured 100 8589934592)"
+  printf 'Lpad\t{"source": "depthbench", "result": %s, "variant": "attention=flash"}\n' \
+    "$(gpu_result pre_ln "B=8 T=2048 H=16 H_kv=16 hd=60: flash" captured 90 8589934592)"
+} | sed '/^Lpad/s/"n_layer": 24, "d_model": 1024/"n_layer": 28, "d_model": 960/' >"$work/gpu.jsonl"
 "$python" "$root/bench/speed_table.py" "$work/gpu.jsonl" >"$work/gpu.md" || fail "speed_table.py on GPU results"
 cat "$work/gpu.md"
 for row in '| pre_ln | all levers on (defaults) | 163 840 | 100.0 | 1.00× | 8.00 | 1.00× | cudnn | bf16 | captured |' \
@@ -123,7 +144,11 @@ for row in '| pre_ln | all levers on (defaults) | 163 840 | 100.0 | 1.00× | 8.0
   '- attention of hc L24: B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)' \
   '- attention of pre_ln recompute=blocks: B=8 T=2048 H=16 H_kv=16 hd=64: flash (cuDNN: no engine)' \
   '- CUDA graphs of pre_ln recompute=blocks: eager after capture failed: cudaErrorStreamCaptureInvalidated' \
-  '- depthbench attnres_full L24 activation_dtype=fp32: skipped: time budget spent'; do
+  '- depthbench attnres_full L24 activation_dtype=fp32: skipped: time budget spent' \
+  '| main400m L = 24 (d 1024, L 24) | 64 | default | cudnn | 163 840 | 100.0 | — | 8.00 |' \
+  '| main400m L = 24 | — | attention=flash | not measured in this run | — | — | — | — |' \
+  '| main400m, padded head dim (d 960, L 28) | 60 | default | cudnn | 163 840 | 100.0 | — | 8.00 |' \
+  '| main400m, padded head dim (d 960, L 28) | 60 | attention=flash | flash | 182 044 | 90.0 | 0.90× | 8.00 |'; do
   grep -qxF -- "$row" "$work/gpu.md" || fail "lever table from GPU results: no line '$row'"
 done
 echo "gpu_speed.sh --cpu-smoke: table, ratios, PyTorch columns, lever table, breakdown, BENCH_ARGS and failures as expected"
