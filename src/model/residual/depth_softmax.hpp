@@ -32,7 +32,8 @@ struct DepthMixShape {
 };
 
 // The source pointers (16 bytes each: a T and a bf16 one) travel by value in the functor (a
-// kernel parameter on the GPU, 4 KiB at 256 sources), so a consumer mixes at most this many
+// kernel parameter on the GPU: at 256 sources 4 KiB forward, 6 KiB backward with its two
+// lists; CUDA ≥ 12.1, which CMake requires, takes 32 KiB), so a consumer mixes at most this many
 // sources: Full AttnRes with up to 127 blocks. The functors are compiled for 16, 64 or 256
 // sources and the smallest that holds m runs: the two-pass functors' per-source arrays live in
 // each GPU thread's local memory, which the device reserves for every thread it can hold (4 KiB
