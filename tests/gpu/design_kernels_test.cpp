@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bfloat16.hpp"
 #include "gpu/gpu_support.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/normed_product.hpp"
@@ -24,6 +25,18 @@ using Vec = std::vector<float>;
 using cuda::DeviceBuffer;
 
 namespace {
+
+// Values stored in bf16 on both sides (train.state_dtype = bf16: AttnRes's sources and dh).
+struct NarrowPair {
+  std::vector<bfloat16> host;
+  cuda::DeviceBuffer<bfloat16> device;
+  explicit NarrowPair(const Vec& v) {
+    for (float x : v) host.push_back(to_bfloat16(x));
+    device.upload(host);
+  }
+  StateValues<float> cpu() const { return {nullptr, host.data()}; }
+  StateValues<float> gpu() const { return {nullptr, device.data()}; }
+};
 
 // A seed counter, so every input of a test is fresh.
 struct Backends {
@@ -39,15 +52,18 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
   // 150 rows: three row chunks; 5, 20 and 70 sources: the functors' three source capacities;
   // the forward and backward in two passes and in one read (train.fused_kernels: the online
   // softmax and the gathered backward), whose two row capacities d = 48 and 1100 take (d not a
-  // multiple of 32).
+  // multiple of 32). The last two read their sources and dh from bf16 (train.state_dtype = bf16).
   struct Case {
     int sources, d;
-    bool one_pass;
+    bool one_pass, bf16_state;
   };
-  for (const Case c : {Case{5, 48, false}, Case{20, 48, false}, Case{70, 48, false},
-                       Case{5, 48, true}, Case{70, 48, true}, Case{20, 1100, true}})
+  for (const Case c : {Case{5, 48, false, false}, Case{20, 48, false, false},
+                       Case{70, 48, false, false}, Case{5, 48, true, false},
+                       Case{70, 48, true, false}, Case{20, 1100, true, false},
+                       Case{20, 48, false, true}, Case{70, 1100, true, true}})
     BOOST_TEST_CONTEXT("sources = " << c.sources << ", d = " << c.d
-                                    << (c.one_pass ? ", one pass" : ", two passes")) {
+                                    << (c.one_pass ? ", one pass" : ", two passes")
+                                    << (c.bf16_state ? ", bf16 sources and dh" : "")) {
       const DepthMixShape s{150, c.d, c.sources, 1e-6};
       const size_t n = s.rows * s.d;
       std::vector<Pair> src, dsrc;
@@ -60,14 +76,21 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       gain.device.upload(gain.host);
       Pair w(zeros(s.rows * s.sources)), rstd(zeros(s.rows * s.sources));
       Pair dquery(b.random(s.d)), dgain(b.random(s.d));
+      std::vector<NarrowPair> narrow;  // the sources, then dh, where bf16
+      if (c.bf16_state) {
+        for (Pair& p : src) narrow.emplace_back(p.host);
+        narrow.emplace_back(dh.host);
+      }
       std::vector<StateValues<float>> src_cpu, src_gpu;
       std::vector<float*> dsrc_cpu, dsrc_gpu;
       for (int i = 0; i < s.sources; ++i) {
-        src_cpu.push_back(src[i].cpu());
-        src_gpu.push_back(src[i].gpu());
+        src_cpu.push_back(c.bf16_state ? narrow[i].cpu() : StateValues<float>(src[i].cpu()));
+        src_gpu.push_back(c.bf16_state ? narrow[i].gpu() : StateValues<float>(src[i].gpu()));
         dsrc_cpu.push_back(dsrc[i].cpu());
         dsrc_gpu.push_back(dsrc[i].gpu());
       }
+      const StateValues<float> dh_cpu = c.bf16_state ? narrow.back().cpu() : dh.cpu(),
+                               dh_gpu = c.bf16_state ? narrow.back().gpu() : dh.gpu();
       depth_softmax_forward(MemorySpace::host, c.one_pass, h.cpu(), w.cpu(), rstd.cpu(), src_cpu,
                             query.cpu(), gain.cpu(), s);
       depth_softmax_forward(cuda::cuda_memory_space(), c.one_pass, h.gpu(), w.gpu(), rstd.gpu(),
@@ -81,25 +104,27 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       // Block AttnRes's partial sum, added by the consumer).
       Pair dlogits(zeros(s.rows * s.sources));
       auto backward = [&](MemorySpace space, const std::vector<float*>& dsrc,
-                          const std::vector<StateValues<float>>& src, auto at) {
+                          const std::vector<StateValues<float>>& src, StateValues<float> dh_values,
+                          auto at) {
         if (!c.one_pass) {
-          depth_softmax_backward<float>(space, dsrc, at(dquery), at(dgain), at(dh), src, at(w),
+          depth_softmax_backward<float>(space, dsrc, at(dquery), at(dgain), dh_values, src, at(w),
                                         at(rstd), at(query), at(gain), s);
           return;
         }
         std::vector<float*> added(s.sources, nullptr);
         added.back() = dsrc.back();
         depth_softmax_consumer_backward<float>(space, added, at(dlogits), at(dquery), at(dgain),
-                                               at(dh), at(h), src, at(w), at(rstd), at(query),
+                                               dh_values, at(h), src, at(w), at(rstd), at(query),
                                                at(gain), s);
         for (int i = 0; i + 1 < s.sources; ++i)
           depth_softmax_gather<float>(
               space, dsrc[i], src[i],
-              {{at(dh), at(w) + i, at(dlogits) + i, at(query), at(gain), s.sources}}, s.rows, s.d,
+              {{dh_values, at(w) + i, at(dlogits) + i, at(query), at(gain), s.sources}}, s.rows, s.d,
               s.eps);
       };
-      backward(MemorySpace::host, dsrc_cpu, src_cpu, [](Pair& p) { return p.cpu(); });
-      backward(cuda::cuda_memory_space(), dsrc_gpu, src_gpu, [](Pair& p) { return p.gpu(); });
+      backward(MemorySpace::host, dsrc_cpu, src_cpu, dh_cpu, [](Pair& p) { return p.cpu(); });
+      backward(cuda::cuda_memory_space(), dsrc_gpu, src_gpu, dh_gpu,
+               [](Pair& p) { return p.gpu(); });
       for (int i = 0; i < s.sources; ++i)
         BOOST_TEST(close(("dsource " + std::to_string(i)).c_str(), dsrc[i]));
       BOOST_TEST(close("dquery (added)", dquery));
@@ -108,7 +133,8 @@ BOOST_AUTO_TEST_CASE(depth_softmax_host_loop_matches_the_kernel_and_its_sums_are
       // Again from the same start: the same bits.
       const Vec first = dquery.gpu_values();
       dquery.device.upload(dquery_start);
-      backward(cuda::cuda_memory_space(), dsrc_gpu, src_gpu, [](Pair& p) { return p.gpu(); });
+      backward(cuda::cuda_memory_space(), dsrc_gpu, src_gpu, dh_gpu,
+               [](Pair& p) { return p.gpu(); });
       BOOST_TEST((dquery.gpu_values() == first));
     }
 }

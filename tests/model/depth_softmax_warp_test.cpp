@@ -12,7 +12,9 @@
 // - every result agrees to rounding (support/lane_agreement.hpp reorder_tolerance over d), a
 //   second run on the warp gives the same bits, and on the warp as on the host the one-pass
 //   forward's rstd is the two passes' bit for bit (the same sums in the same order), and rows
-//   wider than the one-pass capacity get the two passes' results.
+//   wider than the one-pass capacity get the two passes' results;
+// - the same with the sources and the mix's output gradient dh stored in bf16 (train.state_dtype
+//   = bf16: StateValues' narrow form, widened on every load), as the GPU runs them.
 // Built without contraction of a·b + c (tests.cmake).
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE depth_softmax_warp
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bfloat16.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "support/gradcheck.hpp"
 #include "support/lane_agreement.hpp"
@@ -34,21 +37,39 @@ using namespace db::depth_softmax_kernels;
 namespace {
 
 template <class T>
+std::vector<bfloat16> to_bf16(const std::vector<T>& values) {
+  std::vector<bfloat16> out;
+  for (T v : values) out.push_back(to_bfloat16(float(v)));
+  return out;
+}
+
+// The sources and dh in T; with bf16_state also rounded to bf16, which the functors then read.
+template <class T>
 struct Inputs {
   DepthMixShape shape;
   std::vector<std::vector<T>> sources;
   std::vector<T> query, key_gain, dh;
-  Inputs(int64_t rows, int d, int m) : shape{rows, d, m, 1e-5} {
+  std::vector<std::vector<bfloat16>> narrow_sources;
+  std::vector<bfloat16> narrow_dh;
+  Inputs(int64_t rows, int d, int m, bool bf16_state = false) : shape{rows, d, m, 1e-5} {
     for (int i = 0; i < m; ++i) sources.push_back(random_vector<T>(rows * d, 100 + i));
     query = random_vector<T>(d, 1, 0.3);
     key_gain = random_vector<T>(d, 2, 0.2);
     for (T& g : key_gain) g += T(1);
     dh = random_vector<T>(rows * d, 3);
+    if (!bf16_state) return;
+    for (std::vector<T>& v : sources) narrow_sources.push_back(to_bf16(v));
+    narrow_dh = to_bf16(dh);
   }
   std::vector<StateValues<T>> source_pointers() const {
     std::vector<StateValues<T>> out;
-    for (const std::vector<T>& v : sources) out.push_back(v.data());
+    for (size_t i = 0; i < sources.size(); ++i)
+      out.push_back(narrow_sources.empty() ? StateValues<T>(sources[i].data())
+                                           : StateValues<T>(nullptr, narrow_sources[i].data()));
     return out;
+  }
+  StateValues<T> dh_values() const {
+    return narrow_dh.empty() ? StateValues<T>(dh.data()) : StateValues<T>(nullptr, narrow_dh.data());
   }
 };
 
@@ -105,7 +126,7 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
     const PointerList<StateValues<T>, M> values(in.source_pointers());
     if (!gathered) {
       launch.sum_lanes(s.rows, targets,
-                       Backward<T, M>{grads, values, in.dh.data(), weights, rstd, in.query.data(),
+                       Backward<T, M>{grads, values, in.dh_values(), weights, rstd, in.query.data(),
                                       in.key_gain.data(), s.d, s.sources});
       return;
     }
@@ -113,16 +134,16 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
       constexpr int D = decltype(width)::value;
       launch.sum_lanes(
           s.rows, targets,
-          ConsumerBackward<T, M, D>{grads, values, dlogits.data(), in.dh.data(), h, weights, rstd,
+          ConsumerBackward<T, M, D>{grads, values, dlogits.data(), in.dh_values(), h, weights, rstd,
                                     in.query.data(), in.key_gain.data(), s.d, s.sources});
       for (int i = 0; i + 1 < s.sources; ++i) {
-        std::vector<DepthGatherTerm<T>> consumers = {{in.dh.data(), weights + i, dlogits.data() + i,
+        std::vector<DepthGatherTerm<T>> consumers = {{in.dh_values(), weights + i, dlogits.data() + i,
                                                       in.query.data(), in.key_gain.data(),
                                                       s.sources}};
         if (i == 0) consumers.push_back({direct_dh.data(), nullptr, nullptr, nullptr, nullptr, 0});
         const int n = int(consumers.size());
         launch.lanes(s.rows, GatherBackward<T, 16, D>{
-                                 dsources[i].data(), StateValues<T>(in.sources[i].data()),
+                                 dsources[i].data(), in.source_pointers()[i],
                                  PointerList<DepthGatherTerm<T>, 16>(consumers), s.d, n, s.eps});
       }
     });
@@ -138,11 +159,12 @@ Results<T> backward_results(const Inputs<T>& in, const Results<T>& fwd, bool one
 }
 
 template <class T>
-void check_depth_softmax(int64_t rows, int d, int m) {
-  const Inputs<T> in(rows, d, m);
+void check_depth_softmax(int64_t rows, int d, int m, bool bf16_state = false) {
+  const Inputs<T> in(rows, d, m, bf16_state);
   const std::string shape = std::to_string(sizeof(T) * 8) + "-bit, rows " + std::to_string(rows) +
                             " d " + std::to_string(d) + " sources " + std::to_string(m) +
-                            (d > kMaxOnePassWidth<T> ? " (one pass falls back to two)" : "");
+                            (d > kMaxOnePassWidth<T> ? " (one pass falls back to two)" : "") +
+                            (bf16_state ? ", bf16 sources and dh" : "");
   // The longest sums run over a row's d columns.
   const double tolerance = reorder_tolerance<T, double>(d);
   Results<T> warp_forward[2];  // two passes, one pass
@@ -180,4 +202,12 @@ BOOST_AUTO_TEST_CASE(depth_softmax_on_a_warp_agrees_with_one_lane_across_source_
     check_depth_softmax<float>(2, 33, m);
     check_depth_softmax<double>(2, 33, m);
   }
+}
+
+BOOST_AUTO_TEST_CASE(depth_softmax_on_a_warp_reads_bf16_sources_and_gradients) {
+  for (int d : {33, 1024, 2049})
+    for (int m : {3, 33}) {
+      check_depth_softmax<float>(2, d, m, true);
+      if (d <= 1024) check_depth_softmax<double>(2, d, m, true);
+    }
 }
