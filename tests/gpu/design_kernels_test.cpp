@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "core/bfloat16.hpp"
 #include "gpu/gpu_support.hpp"
 #include "model/residual/depth_softmax.hpp"
 #include "model/residual/normed_product.hpp"
 #include "model/residual/sinkhorn.hpp"
 #include "model/residual/stream_kernels.hpp"
 #include "ops/cuda/cuda_memory.hpp"
+#include "support/bf16_values.hpp"
 
 using namespace db;
 using namespace db::test;
@@ -30,10 +30,7 @@ namespace {
 struct NarrowPair {
   std::vector<bfloat16> host;
   cuda::DeviceBuffer<bfloat16> device;
-  explicit NarrowPair(const Vec& v) {
-    for (float x : v) host.push_back(to_bfloat16(x));
-    device.upload(host);
-  }
+  explicit NarrowPair(const Vec& v) : host(to_bf16(v)) { device.upload(host); }
   StateValues<float> cpu() const { return {nullptr, host.data()}; }
   StateValues<float> gpu() const { return {nullptr, device.data()}; }
 };

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bfloat16.hpp"
 #include "model/residual/depth_softmax.hpp"
+#include "support/bf16_values.hpp"
 #include "support/gradcheck.hpp"
 #include "support/lane_agreement.hpp"
 
@@ -35,13 +35,6 @@ using namespace db::test;
 using namespace db::depth_softmax_kernels;
 
 namespace {
-
-template <class T>
-std::vector<bfloat16> to_bf16(const std::vector<T>& values) {
-  std::vector<bfloat16> out;
-  for (T v : values) out.push_back(to_bfloat16(float(v)));
-  return out;
-}
 
 // The sources and dh in T; with bf16_state also rounded to bf16, which the functors then read.
 template <class T>

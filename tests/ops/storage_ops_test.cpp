@@ -15,8 +15,10 @@
 #include "core/rng.hpp"
 #include "ops/cpu/cpu_ops.hpp"
 #include "ops/storage_ops_same_type.hpp"
+#include "support/bf16_values.hpp"
 
 using namespace db;
+using db::test::to_bf16;
 
 namespace {
 
@@ -24,12 +26,6 @@ float from_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
-}
-
-std::vector<bfloat16> rounded(const std::vector<float>& x) {
-  std::vector<bfloat16> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = to_bfloat16(x[i]);
-  return out;
 }
 
 std::vector<float> widened(const std::vector<bfloat16>& x) {
@@ -69,31 +65,31 @@ BOOST_AUTO_TEST_CASE(widening_ops_compute_in_float_and_round_once_where_they_sto
   auto ops = make_cpu_ops<float>();
   StorageOps<float, bfloat16>& s = *ops->bf16_storage();
   const int rows = 5, in = 7, out = 3;
-  const auto x = rounded(random_values(rows * in, 1)), W = rounded(random_values(out * in, 2));
-  const auto dy = rounded(random_values(rows * out, 3));
+  const auto x = to_bf16(random_values(rows * in, 1)), W = to_bf16(random_values(out * in, 2));
+  const auto dy = to_bf16(random_values(rows * out, 3));
   // y = x·Wᵀ on the stored values, rounded once.
   std::vector<bfloat16> y(rows * out);
   s.linear_forward(y.data(), x.data(), W.data(), rows, in, out);
   std::vector<float> y_float(rows * out);
   ops->linear_forward(y_float.data(), widened(x).data(), widened(W).data(), rows, in, out);
-  BOOST_TEST(widened(y) == widened(rounded(y_float)));
+  BOOST_TEST(widened(y) == widened(to_bf16(y_float)));
   // dx += dy·W: the old dx and the product added in float, rounded once; dW added in float.
-  const std::vector<bfloat16> dx_before = rounded(random_values(rows * in, 4));
+  const std::vector<bfloat16> dx_before = to_bf16(random_values(rows * in, 4));
   std::vector<bfloat16> dx = dx_before;
   std::vector<float> dW(out * in, 0.5f), dW_float(out * in, 0.5f);
   s.linear_backward(dx.data(), dW.data(), dy.data(), x.data(), W.data(), rows, in, out, true);
   std::vector<float> dx_float = widened(dx_before);
   ops->linear_backward(dx_float.data(), dW_float.data(), widened(dy).data(), widened(x).data(),
                        widened(W).data(), rows, in, out, true);
-  BOOST_TEST(widened(dx) == widened(rounded(dx_float)));
+  BOOST_TEST(widened(dx) == widened(to_bf16(dx_float)));
   BOOST_TEST(dW == dW_float);
 }
 
 BOOST_AUTO_TEST_CASE(copies_move_the_stored_bits_and_leave_the_rest) {
   auto ops = make_cpu_ops<float>();
   StorageOps<float, bfloat16>& s = *ops->bf16_storage();
-  const auto src = rounded(random_values(4 * 6, 5));
-  std::vector<bfloat16> dst = rounded(random_values(4 * 10, 6));
+  const auto src = to_bf16(random_values(4 * 6, 5));
+  std::vector<bfloat16> dst = to_bf16(random_values(4 * 10, 6));
   const std::vector<bfloat16> before = dst;
   s.copy_rows(dst.data() + 2, 10, src.data(), 6, 4, 5);  // 5 of 6 values into the middle of 10
   for (int r = 0; r < 4; ++r)
