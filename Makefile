@@ -1,18 +1,22 @@
 # The common commands. `make demo` and `make test` do all the set-up themselves.
 BUILD ?= build
+EMULATED_BUILD ?= build-emulated
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 MPIRUN = mpirun --allow-run-as-root --oversubscribe
 PYTHON ?= /usr/bin/python3
 DEMO_RANKS ?= 2
 
-.PHONY: deps configure build demo demo-data test test-quick bench format clean
+.PHONY: deps configure build demo demo-data test test-quick test-emulated bench format clean
 
 deps:
 	@scripts/install-deps.sh
 
+# ccache, where installed, serves the second build tree (the emulated device) from the first.
+LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -28,8 +32,17 @@ demo: demo-data
 	$(MPIRUN) -np $(DEMO_RANKS) $(BUILD)/depthbench sweep input/demo.ini --ranks-per-run 1 --out runs/demo
 	$(PYTHON) -m postprocess report runs/demo --out runs/demo/report
 
+# Every test; then the gpu tests again, on the emulated device (doc/cuda.md, "The emulated device").
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 1500
+	$(MAKE) test-emulated
+
+# The CUDA backend's sources built by the host compiler against the emulated device, and the
+# gpu and emulation tests run on it (no GPU needed).
+test-emulated: deps
+	@cmake -S . -B $(EMULATED_BUILD) -DCMAKE_BUILD_TYPE=Release -DDEPTHBENCH_CUDA_EMULATION=ON $(LAUNCHER) >/dev/null
+	@cmake --build $(EMULATED_BUILD) -j $(JOBS)
+	cd $(EMULATED_BUILD) && ctest --output-on-failure -j 2 --timeout 1500 -L "gpu|emulation"
 
 test-quick: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 -LE "slow|gpu"

@@ -9,6 +9,8 @@ packages=(
   libopenmpi-dev openmpi-bin            # MPI
   libhdf5-dev hdf5-tools                # run files, h5dump
   libboost-program-options-dev libboost-test-dev
+  libboost-context-dev                  # fibers: the emulated GPU's threads (doc/cuda.md)
+  ccache                                # build cache: the emulated build reuses the main one's objects
   libopenblas-openmp-dev                # CPU BLAS (OpenMP build)
   libicu-dev                            # Unicode categories for the BPE pre-tokenizer
   zlib1g-dev libzstd-dev gzip zstd      # .gz / .zst tokenize input (the CLIs for its tests)

@@ -9,11 +9,13 @@
 //
 // DB_DEVICE_LOOPS says which form runs: the GPU's (constant trip counts, constant indices) in
 // device code, and on the host too where a test defines DB_EMULATE_DEVICE_LOOPS, so that the
-// host's emulation of a warp (tests/support/emulated_warp.hpp) runs the loops as a GPU runs them.
+// host's emulation of a warp (tests/support/emulated_warp.hpp) runs the loops as a GPU runs them,
+// and in the files compiled for the emulated device (DEPTHBENCH_CUDA_EMULATION), where one
+// compilation serves the host loops and the kernels.
 #pragma once
 #include "core/host_device.hpp"
 
-#if defined(__CUDA_ARCH__) || defined(DB_EMULATE_DEVICE_LOOPS)
+#if defined(__CUDA_ARCH__) || defined(DB_EMULATE_DEVICE_LOOPS) || defined(DEPTHBENCH_CUDA_EMULATION)
 #define DB_DEVICE_LOOPS 1
 #else
 #define DB_DEVICE_LOOPS 0

@@ -5,8 +5,8 @@
 //   - host: an OpenMP loop on this thread's pool;
 //   - cuda: a kernel template instantiated for the functor, in this translation unit. That is
 //     why every file that launches a functor is compiled by nvcc when the CUDA backend is built
-//     (CMake: depthbench_device_sources); compiled by a plain C++ compiler, the device branch
-//     only throws.
+//     (CMake: depthbench_device_sources; or against the emulated device, DB_KERNELS in
+//     core/host_device.hpp); compiled by a plain C++ compiler, the device branch only throws.
 // The CPU tests therefore run the very function body the GPU runs.
 #pragma once
 #include <cstdint>
@@ -20,7 +20,7 @@
 #include "ops/lanes.hpp"
 #include "ops/launch_timer.hpp"
 
-#if defined(__CUDACC__)
+#if DB_KERNELS
 #include "ops/cuda/launch.cuh"
 #endif
 
@@ -60,7 +60,7 @@ void index_loop(MemorySpace space, int64_t count, const F& f) {
     for (int64_t i = 0; i < count; ++i) f(i);
     return;
   }
-#if defined(__CUDACC__)
+#if DB_KERNELS
   cuda_launch::for_each_index(count, f);
 #else
   throw Error(
@@ -113,7 +113,7 @@ void for_each_row_lanes(MemorySpace space, int64_t rows, const F& f) {
       for (int64_t r = 0; r < rows; ++r) f(r, HostLanes{});
       return;
     }
-#if defined(__CUDACC__)
+#if DB_KERNELS
     cuda_launch::for_each_row_lanes(rows, f);
 #else
     throw Error(
@@ -150,7 +150,7 @@ void for_each_row_sum(MemorySpace space, int64_t rows, const SumTargets<T>& targ
   if (rows <= 0) return;
   timed_launch<F>([&] {
     if (space == MemorySpace::host) return detail::host_row_sums(rows, targets, f);
-#if defined(__CUDACC__)
+#if DB_KERNELS
     cuda_launch::for_each_row_sum(rows, targets, f);
 #else
     throw Error(
@@ -172,7 +172,7 @@ void for_each_row_sum_lanes(MemorySpace space, int64_t rows, const SumTargets<T>
     if (space == MemorySpace::host)
       return detail::host_row_sums(rows, targets,
                                    [&](int64_t r, double* sums) { f(r, sums, HostLanes{}); });
-#if defined(__CUDACC__)
+#if DB_KERNELS
     cuda_launch::for_each_row_sum_lanes(rows, targets, f);
 #else
     throw Error(

@@ -30,7 +30,7 @@ set_tests_properties(gpu.nccl_bucketed_sum_on_two_ranks PROPERTIES LABELS gpu TI
 # The static launch check (doc/cuda.md "Static launch check"): every kernel's registers, shared
 # and local memory from the sm_90 cubins of the libraries, against the launch configurations in
 # the script's table. Runs without a GPU; a kernel missing from the table fails it.
-if(SYSTEM_PYTHON)
+if(SYSTEM_PYTHON AND NOT DEPTHBENCH_CUDA_EMULATION)  # reads nvcc's cubins
   add_test(NAME gpu.kernel_launch_resources
            COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/kernel_resources.py
                    $<TARGET_FILE:depthbench_cuda> $<TARGET_FILE:depthbench_lib>)

@@ -72,9 +72,9 @@ __global__ void adamw_kernel(float* __restrict__ values, const float* __restrict
 void global_norm_squared(double* norm_sq, const float* grads, int64_t count, cudaStream_t stream) {
   double* partial = nullptr;
   CUDA_CHECK(malloc_async(&partial, kNormBlocks * sizeof(double), stream));
-  sum_squares_kernel<<<kNormBlocks, kThreads, 0, stream>>>(partial, grads, count);
+  launch(sum_squares_kernel, kNormBlocks, kThreads, 0, stream, partial, grads, count);
   CUDA_CHECK_LAUNCH();
-  sum_partials_kernel<<<1, kThreads, 0, stream>>>(norm_sq, partial, kNormBlocks);
+  launch(sum_partials_kernel, 1, kThreads, 0, stream, norm_sq, partial, kNormBlocks);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaFreeAsync(partial, stream));
 }
@@ -95,8 +95,7 @@ void adamw_step(float* values, const float* grads, float* m, float* v, const uin
   if (count <= 0) return;
   const double bias1 = 1.0 - std::pow(s.beta1, double(s.step));
   const double bias2 = 1.0 - std::pow(s.beta2, double(s.step));
-  adamw_kernel<<<detail::grid_for(count, kThreads, 132 * 16), kThreads, 0, stream>>>(
-      values, grads, m, v, decay, count, float(s.lr), float(s.beta1), float(s.beta2), float(s.eps),
+  launch(adamw_kernel, detail::grid_for(count, kThreads, 132 * 16), kThreads, 0, stream, values, grads, m, v, decay, count, float(s.lr), float(s.beta1), float(s.beta2), float(s.eps),
       float(s.weight_decay), float(bias1), float(bias2), float(s.clip_scale), s.norm_sq,
       s.grad_clip, values_bf16);
   CUDA_CHECK_LAUNCH();

@@ -19,7 +19,7 @@ __global__ void add_norm_forward_kernel(float* sum, float* __restrict__ y,
                                         float* __restrict__ mean_out, float* __restrict__ rstd_out,
                                         const float* x, const float* branch, float alpha,
                                         const float* __restrict__ g, int d, float eps) {
-  extern __shared__ float row_sum[];  // d floats
+  DB_DYNAMIC_SHARED(float, row_sum);  // d floats
   __shared__ float scratch[kNormScratch];
   const int64_t row = blockIdx.x, base = row * d;
   for (int j = threadIdx.x; j < d; j += blockDim.x) {
@@ -44,7 +44,7 @@ __global__ void norm_add_rmsnorm_forward_kernel(float* __restrict__ sum, float* 
                                                 const float* __restrict__ branch,
                                                 const float* __restrict__ branch_g,
                                                 const float* __restrict__ g, int d, float eps) {
-  extern __shared__ float row[];  // d floats: the normalised branch, then the sum
+  DB_DYNAMIC_SHARED(float, row);  // d floats: the normalised branch, then the sum
   __shared__ float scratch[kNormScratch];
   const int64_t r = blockIdx.x, base = r * d;
   norm_row_forward<float, float, false>(row, nullptr, branch_rstd_out + r, branch + base, branch_g,
@@ -73,8 +73,7 @@ void add_norm_forward(float* sum, float* y, float* mean, float* rstd, const floa
   if (N <= 0) return;
   const size_t smem = size_t(d) * sizeof(float);
   allow_row_in_shared(add_norm_forward_kernel<kLayerNorm>, smem);
-  add_norm_forward_kernel<kLayerNorm><<<unsigned(N), kNormForwardThreads, smem, stream>>>(
-      sum, y, mean, rstd, x, branch, alpha, g, d, float(eps));
+  launch(add_norm_forward_kernel<kLayerNorm>, unsigned(N), kNormForwardThreads, smem, stream, sum, y, mean, rstd, x, branch, alpha, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 }  // namespace
@@ -97,8 +96,7 @@ void norm_add_rmsnorm_forward(float* sum, float* y, float* rstd, float* branch_r
   if (N <= 0) return;
   const size_t smem = size_t(d) * sizeof(float);
   allow_row_in_shared(norm_add_rmsnorm_forward_kernel, smem);
-  norm_add_rmsnorm_forward_kernel<<<unsigned(N), kNormForwardThreads, smem, stream>>>(
-      sum, y, rstd, branch_rstd, x, branch, branch_g, g, d, float(eps));
+  launch(norm_add_rmsnorm_forward_kernel, unsigned(N), kNormForwardThreads, smem, stream, sum, y, rstd, branch_rstd, x, branch, branch_g, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 

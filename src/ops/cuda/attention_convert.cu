@@ -41,7 +41,7 @@ void to_padded(bf16* dst, const S* src, int64_t rows, int width, int padded_widt
                cudaStream_t stream) {
   const int64_t count = rows * padded_width;
   if (count == 0) return;
-  to_padded_bf16_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, src, count, width,
+  launch(to_padded_bf16_kernel<S>, blocks_for(count), kThreads, 0, stream, dst, src, count, width,
                                                                     padded_width);
   CUDA_CHECK_LAUNCH();
 }
@@ -51,7 +51,7 @@ void from_padded(D* dst, const bf16* src, int64_t rows, int width, int padded_wi
                  cudaStream_t stream) {
   const int64_t count = rows * width;
   if (count == 0) return;
-  from_padded_bf16_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, src, count, width,
+  launch(from_padded_bf16_kernel<D>, blocks_for(count), kThreads, 0, stream, dst, src, count, width,
                                                                       padded_width);
   CUDA_CHECK_LAUNCH();
 }

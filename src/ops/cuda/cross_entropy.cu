@@ -123,8 +123,7 @@ void head_pass(GemmHandle& gh, float* row_loss, const TS* h, const TS* W, const 
     }
     gemm(gh, false, true, rows, s.vocab, s.d, 1.f, hc, s.d, W_math, s.d, 0.f, logits, s.vocab,
          stream);
-    softmax_xent_kernel<L, T><<<rows, kThreads, 0, stream>>>(
-        row_loss + begin, dlogits, logits, targets + begin, s.vocab, float(grad_scale));
+    launch(softmax_xent_kernel<L, T>, rows, kThreads, 0, stream, row_loss + begin, dlogits, logits, targets + begin, s.vocab, float(grad_scale));
     CUDA_CHECK_LAUNCH();
     if (dh) {
       // dh = dlogits·W ; dW += dlogitsᵀ·h
@@ -151,7 +150,7 @@ void head_loss_add(GemmHandle& gh, double* loss_sum, const TS* h, const TS* W,
   float* row_loss = nullptr;
   CUDA_CHECK(malloc_async(&row_loss, size_t(s.rows) * sizeof(float), stream));
   head_pass<TS, T, L>(gh, row_loss, h, W, targets, s, dh, dW, grad_scale, stream);
-  add_sum_kernel<<<1, 256, 0, stream>>>(loss_sum, row_loss, s.rows);
+  launch(add_sum_kernel, 1, 256, 0, stream, loss_sum, row_loss, s.rows);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaFreeAsync(row_loss, stream));
 }

@@ -5,6 +5,10 @@
 
 #include <mutex>
 
+#if defined(DEPTHBENCH_CUDA_EMULATION)
+#include "emulation/libraries/cudnn_backend.hpp"
+#endif
+
 namespace db::cuda {
 namespace {
 
@@ -18,6 +22,16 @@ bool load(void* handle, const char* name, F& f, std::string& why) {
 // The backend API lives in libcudnn_graph; libcudnn is the umbrella that forwards to it. The
 // loader's search path decides which file (doc/cuda.md: LD_LIBRARY_PATH, the NVIDIA wheels).
 CudnnLibrary* open_library(std::string& why) {
+#if defined(DEPTHBENCH_CUDA_EMULATION)
+  // The emulated device's cuDNN: the same entry points, defined in this process.
+  (void)why;
+  return new CudnnLibrary{&::cudnnGetVersion, &::cudnnGetErrorString, &::cudnnGetLastErrorString,
+                          &::cudnnCreate, &::cudnnDestroy, &::cudnnSetStream,
+                          &::cudnnBackendCreateDescriptor, &::cudnnBackendDestroyDescriptor,
+                          &::cudnnBackendSetAttribute, &::cudnnBackendGetAttribute,
+                          &::cudnnBackendFinalize, &::cudnnBackendExecute,
+                          emulation::kEmulatedCudnnPath};
+#endif
   void* handle = nullptr;
   std::string tried;
   for (const char* name : {"libcudnn.so.9", "libcudnn_graph.so.9"}) {

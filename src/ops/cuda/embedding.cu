@@ -52,7 +52,7 @@ template <class TX, class TE>
 void embedding_forward(TX* x, const int32_t* tokens, const TE* E, int64_t N, int d,
                        cudaStream_t stream) {
   if (N <= 0) return;
-  embedding_forward_kernel<<<unsigned(N), 256, 0, stream>>>(x, tokens, E, d);
+  launch(embedding_forward_kernel<TX, TE>, unsigned(N), 256, 0, stream, x, tokens, E, d);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -67,7 +67,7 @@ void embedding_backward(float* dE, const int32_t* tokens, const TX* dx, int64_t 
   CUDA_CHECK(malloc_async(&rows, sizeof(int32_t) * N, stream));
   CUDA_CHECK(malloc_async(&sorted_tokens, sizeof(int32_t) * N, stream));
   CUDA_CHECK(malloc_async(&sorted_rows, sizeof(int32_t) * N, stream));
-  iota_kernel<<<grid_for(N, 256), 256, 0, stream>>>(rows, N);
+  launch(iota_kernel, grid_for(N, 256), 256, 0, stream, rows, N);
   CUDA_CHECK_LAUNCH();
   size_t temp_bytes = 0;
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, tokens, sorted_tokens, rows,
@@ -78,7 +78,7 @@ void embedding_backward(float* dE, const int32_t* tokens, const TX* dx, int64_t 
                                              sorted_rows, count, 0, 32, stream));
   constexpr int kThreads = 128;
   const dim3 grid(unsigned(N), unsigned((d + kThreads - 1) / kThreads));
-  embedding_backward_sorted_kernel<<<grid, kThreads, 0, stream>>>(dE, sorted_tokens, sorted_rows,
+  launch(embedding_backward_sorted_kernel<TX>, grid, kThreads, 0, stream, dE, sorted_tokens, sorted_rows,
                                                                   dx, N, d);
   CUDA_CHECK_LAUNCH();
   for (void* p : {temp, static_cast<void*>(rows), static_cast<void*>(sorted_tokens),

@@ -23,6 +23,7 @@
 #include "ops/cuda/flash_attention.hpp"
 #include "ops/cuda/flash_attention_tiling.hpp"
 #include "ops/cuda/kernel_util.cuh"
+#include "ops/cuda/ptx.cuh"
 
 namespace db::cuda {
 namespace {
@@ -47,10 +48,7 @@ static_assert(kMmaK == 2 * kMmaN);
 // d += a·b for one 16×8×16 tile; a, b, d in the layouts of flash::mma_*_element.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
                                          const uint32_t (&b)[2]) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  ptx::mma_m16n8k16_bf16(d, a, b);
 }
 
 // Two bf16 in one register, `low` in the low half (the lower-numbered fragment element).
@@ -63,15 +61,7 @@ __device__ __forceinline__ uint32_t pack(float low, float high) {
 // ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 from `row` (this lane's row address).
 template <bool kTranspose>
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* row) {
-  const uint32_t address = uint32_t(__cvta_generic_to_shared(row));
-  if constexpr (kTranspose)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(address));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(address));
+  ptx::ldmatrix_x4<kTranspose>(r, row);
 }
 
 // A = the 16×16 block at `s` of a row-major shared tile: A(r, c) = s[r·stride + c].
@@ -113,24 +103,14 @@ __device__ __forceinline__ void a_from_c(uint32_t (&a)[4], const float (&left)[4
 // a __syncthreads() that follows.
 template <int BYTES>
 __device__ __forceinline__ void cp_async(void* dst, const void* src, bool copy) {
-  static_assert(BYTES == 4 || BYTES == 16);
-  const uint32_t address = uint32_t(__cvta_generic_to_shared(dst));
-  const int src_bytes = copy ? BYTES : 0;
-  if constexpr (BYTES == 16)  // .cg: through L2 only (the tile is read once per block)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(address), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
+  ptx::cp_async<BYTES>(dst, src, copy ? BYTES : 0);
 }
 __device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  ptx::cp_async_commit();
 }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  ptx::cp_async_wait<N>();
 }
 
 // Starts copying rows [row0, row0 + rows) of one head of a [B, T, heads, hd] tensor (`head`
@@ -201,7 +181,7 @@ __global__ void __launch_bounds__(kThreads)
     flash_forward_kernel(bf16* __restrict__ o, float* __restrict__ lse, const bf16* __restrict__ q,
                          const bf16* __restrict__ k, const bf16* __restrict__ v, Dims d) {
   constexpr int S = kStride<HDP>;
-  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  DB_DYNAMIC_SHARED(unsigned char, smem_bytes);
   bf16* Qs = reinterpret_cast<bf16*>(smem_bytes);
   bf16* key_buffers = Qs + kTileRows * S;  // two buffers of (K, V) [2][64][S]
 
@@ -367,7 +347,7 @@ __global__ void __launch_bounds__(kThreads)
                       const bf16* __restrict__ q, const bf16* __restrict__ k,
                       const bf16* __restrict__ v, Dims d) {
   constexpr int S = kStride<HDP>;
-  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  DB_DYNAMIC_SHARED(unsigned char, smem_bytes);
   bf16* Ks = reinterpret_cast<bf16*>(smem_bytes);
   bf16* Vs = Ks + kTileRows * S;
   bf16* query_buffers = Vs + kTileRows * S;  // two buffers of (Q, dO) [2][64][S]
@@ -488,7 +468,7 @@ __global__ void __launch_bounds__(kThreads)
                     const bf16* __restrict__ q, const bf16* __restrict__ k,
                     const bf16* __restrict__ v, Dims d) {
   constexpr int S = kStride<HDP>;
-  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  DB_DYNAMIC_SHARED(unsigned char, smem_bytes);
   bf16* Qs = reinterpret_cast<bf16*>(smem_bytes);
   bf16* dOs = Qs + kTileRows * S;
   bf16* key_buffers = dOs + kTileRows * S;  // two buffers of (K, V) [2][64][S]
@@ -612,8 +592,7 @@ void forward_launch(bf16* o, float* lse, const bf16* q, const bf16* k, const bf1
   const size_t smem = sizeof(bf16) * (kTileRows + 4 * kTileCols) * kStride<HDP>;
   allow_shared_memory(flash_forward_kernel<HDP>, smem);
   const dim3 grid(tiles(s.seq_len), unsigned(s.batch * s.heads));
-  flash_forward_kernel<HDP>
-      <<<grid, kThreads, smem, stream>>>(o, lse, q, k, v, dims_for(s, q, k, v));
+  launch(flash_forward_kernel<HDP>, grid, kThreads, smem, stream, o, lse, q, k, v, dims_for(s, q, k, v));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -625,7 +604,7 @@ void backward_launch(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* 
   const int64_t rows_heads = s.batch * s.seq_len * s.heads;
   float* delta = nullptr;
   CUDA_CHECK(malloc_async(&delta, size_t(rows_heads) * sizeof(float), stream));
-  flash_delta_kernel<<<unsigned((rows_heads * 32 + 255) / 256), 256, 0, stream>>>(delta, d_o, o,
+  launch(flash_delta_kernel, unsigned((rows_heads * 32 + 255) / 256), 256, 0, stream, delta, d_o, o,
                                                                                   rows_heads, d);
   CUDA_CHECK_LAUNCH();
 
@@ -634,13 +613,12 @@ void backward_launch(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* 
   const size_t smem_kv = tile_bytes + sizeof(float) * 4 * kTileCols;
   allow_shared_memory(flash_dkdv_kernel<HDP>, smem_kv);
   const dim3 grid_kv(tiles(s.seq_len), unsigned(s.batch * s.kv_heads));
-  flash_dkdv_kernel<HDP>
-      <<<grid_kv, kThreads, smem_kv, stream>>>(dk, dv, d_o, lse, delta, q, k, v, d);
+  launch(flash_dkdv_kernel<HDP>, grid_kv, kThreads, smem_kv, stream, dk, dv, d_o, lse, delta, q, k, v, d);
   CUDA_CHECK_LAUNCH();
 
   allow_shared_memory(flash_dq_kernel<HDP>, tile_bytes);
   const dim3 grid_q(tiles(s.seq_len), unsigned(s.batch * s.heads));
-  flash_dq_kernel<HDP><<<grid_q, kThreads, tile_bytes, stream>>>(dq, d_o, lse, delta, q, k, v, d);
+  launch(flash_dq_kernel<HDP>, grid_q, kThreads, tile_bytes, stream, dq, d_o, lse, delta, q, k, v, d);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaFreeAsync(delta, stream));
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ops/cuda/kernel_launch.cuh"
 #include "ops/cuda/types.hpp"
 #include "ops/lanes.hpp"
 
@@ -42,7 +43,7 @@ __device__ __forceinline__ V warp_sum(V v) {
 struct WarpLanes {
   static constexpr int kCount = kWarpLanes;
   __host__ __device__ int first() const {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(DEPTHBENCH_CUDA_EMULATION)
     return threadIdx.x & 31;
 #else
     return 0;
@@ -57,7 +58,7 @@ struct WarpLanes {
   // warp_sum's butterfly: a + b = b + a exactly, so every lane ends with the same bits.
   template <class A>
   __host__ __device__ A sum(A part) const {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(DEPTHBENCH_CUDA_EMULATION)
     return warp_sum(part);
 #else
     return part;

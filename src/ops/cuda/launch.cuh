@@ -41,7 +41,7 @@ __global__ void for_each_index_kernel(int64_t count, F f) {
 
 template <class F>
 void for_each_index(int64_t count, const F& f) {
-  for_each_index_kernel<<<blocks_for(count), kThreads, 0, cuda::current_stream()>>>(count, f);
+  cuda::launch(for_each_index_kernel<F>, blocks_for(count), kThreads, 0, cuda::current_stream(), count, f);
   check(cudaGetLastError(), "for_each_index launch");
 }
 
@@ -89,7 +89,7 @@ __global__ void for_each_row_lanes_kernel(int64_t rows, F f) {
 
 template <class F>
 void for_each_row_lanes(int64_t rows, const F& f) {
-  for_each_row_lanes_kernel<<<blocks_for_warps(rows), kThreads, 0, cuda::current_stream()>>>(rows,
+  cuda::launch(for_each_row_lanes_kernel<F>, blocks_for_warps(rows), kThreads, 0, cuda::current_stream(), rows,
                                                                                              f);
   check(cudaGetLastError(), "for_each_row_lanes launch");
 }
@@ -123,7 +123,7 @@ void sum_partials(const SumTargets<T>& targets, int64_t chunks, const Fill& fill
   fill(partials, stream);
   check(cudaGetLastError(), "row sums launch");
   if (width > 0) {
-    add_partials_kernel<<<blocks_for(width), kThreads, 0, stream>>>(targets, partials, chunks);
+    cuda::launch(add_partials_kernel<T>, blocks_for(width), kThreads, 0, stream, targets, partials, chunks);
     check(cudaGetLastError(), "row sums partials launch");
   }
   check(cudaFreeAsync(partials, stream), "cudaFreeAsync (row sums)");
@@ -133,8 +133,7 @@ template <class T, class F>
 void for_each_row_sum_lanes(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int64_t chunks = (rows + kRowsPerWarpChunk - 1) / kRowsPerWarpChunk;
   sum_partials(targets, chunks, [&](double* partials, cudaStream_t stream) {
-    chunk_sums_lanes_kernel<<<blocks_for_warps(chunks), kThreads, 0, stream>>>(
-        rows, targets.width(), partials, f);
+    cuda::launch(chunk_sums_lanes_kernel<F>, blocks_for_warps(chunks), kThreads, 0, stream, rows, targets.width(), partials, f);
   });
 }
 
@@ -142,7 +141,7 @@ template <class T, class F>
 void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int64_t chunks = chunk_count(rows);
   sum_partials(targets, chunks, [&](double* partials, cudaStream_t stream) {
-    chunk_sums_kernel<<<blocks_for(chunks), kThreads, 0, stream>>>(rows, targets.width(), partials,
+    cuda::launch(chunk_sums_kernel<F>, blocks_for(chunks), kThreads, 0, stream, rows, targets.width(), partials,
                                                                    f);
   });
 }

@@ -1,5 +1,9 @@
 #include "ops/cuda/nccl_communicator.hpp"
 
+#if defined(DEPTHBENCH_CUDA_EMULATION)
+#include "emulation/libraries/nccl_mpi.hpp"
+#endif
+
 #include <chrono>
 #include <string>
 #include <thread>
@@ -15,6 +19,9 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm) {
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   if (MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm) != MPI_SUCCESS)
     fail(__FILE__, __LINE__, "MPI: broadcasting the NCCL unique id failed");
+#if defined(DEPTHBENCH_CUDA_EMULATION)
+  emulation::nccl_use_mpi_communicator(comm);  // the emulated NCCL runs over this communicator
+#endif
   NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
 }
 

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads)
                             const bf16* __restrict__ x, const float* __restrict__ g,
                             const float* __restrict__ rstd, int64_t rows, int d, bool accumulate_dx,
                             RowRope rope) {
-  extern __shared__ float dg_terms[];  // dg_partial: dy [kRowsPerBlock][d], then x̂ likewise
+  DB_DYNAMIC_SHARED(float, dg_terms);  // dg_partial: dy [kRowsPerBlock][d], then x̂ likewise
   __shared__ float exchange[kWarps][kQkNormMaxWidth];  // kRope: dy of the row being rotated
   float* const dy_terms = dg_terms;
   float* const xhat_terms = dg_terms + kRowsPerBlock * d;
@@ -202,8 +202,7 @@ void forward(bf16* y, bf16* y_unrotated, float* rstd, const bf16* x, const float
   require_width(d, kRope);
   if (rows <= 0) return;
   const int64_t blocks = (rows + kWarps - 1) / kWarps;
-  qk_norm_forward_kernel<kRope><<<unsigned(blocks), kThreads, 0, stream>>>(
-      y, y_unrotated, rstd, x, g, rows, d, float(eps), rope);
+  launch(qk_norm_forward_kernel<kRope>, unsigned(blocks), kThreads, 0, stream, y, y_unrotated, rstd, x, g, rows, d, float(eps), rope);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -227,8 +226,7 @@ void backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra, const b
     }();
     (void)opted_in;
   }
-  qk_norm_backward_kernel<kRope><<<blocks, kThreads, smem, stream>>>(
-      dx, partial, dy, dy_extra, x, g, rstd, rows, d, accumulate_dx, rope);
+  launch(qk_norm_backward_kernel<kRope>, blocks, kThreads, smem, stream, dx, partial, dy, dy_extra, x, g, rstd, rows, d, accumulate_dx, rope);
   CUDA_CHECK_LAUNCH();
   if (dg) {
     detail::add_norm_partials(dg, partial, blocks, d, stream);

@@ -38,7 +38,7 @@ __global__ void norm_backward_kernel(TX* __restrict__ dx, float* __restrict__ dg
                                      const float* __restrict__ g, const float* __restrict__ mean,
                                      const float* __restrict__ rstd, int64_t N, int d,
                                      bool accumulate_dx) {
-  extern __shared__ float dg_local[];  // d floats when dg_partial != null
+  DB_DYNAMIC_SHARED(float, dg_local);  // d floats when dg_partial != null
   __shared__ float scratch[kNormScratch];
   if (dg_partial)
     for (int j = threadIdx.x; j < d; j += blockDim.x) dg_local[j] = 0.f;
@@ -101,8 +101,7 @@ void norm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const float* g,
   if (needs_shared_opt_in(smem))
     CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<TX, TY, kLayerNorm>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  norm_backward_kernel<TX, TY, kLayerNorm>
-      <<<blocks, kThreads, smem, stream>>>(dx, partial, dy, x, g, mean, rstd, N, d, accumulate_dx);
+  launch(norm_backward_kernel<TX, TY, kLayerNorm>, blocks, kThreads, smem, stream, dx, partial, dy, x, g, mean, rstd, N, d, accumulate_dx);
   CUDA_CHECK_LAUNCH();
   if (dg) {
     detail::add_norm_partials(dg, partial, blocks, d, stream);
@@ -113,7 +112,7 @@ void norm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const float* g,
 
 void detail::add_norm_partials(float* dg, const float* partial, int blocks, int d,
                                cudaStream_t stream) {
-  reduce_partials_kernel<<<(d + 31) / 32, dim3(32, 8), 0, stream>>>(dg, partial, blocks, d);
+  launch(reduce_partials_kernel, (d + 31) / 32, dim3(32, 8), 0, stream, dg, partial, blocks, d);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -121,8 +120,7 @@ template <class TX, class TY>
 void rmsnorm_forward(TY* y, float* rstd, const TX* x, const float* g, int64_t N, int d, double eps,
                      cudaStream_t stream) {
   if (N <= 0) return;
-  norm_forward_kernel<TX, TY, false>
-      <<<unsigned(N), kNormForwardThreads, 0, stream>>>(y, nullptr, rstd, x, g, d, float(eps));
+  launch(norm_forward_kernel<TX, TY, false>, unsigned(N), kNormForwardThreads, 0, stream, y, nullptr, rstd, x, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -137,8 +135,7 @@ template <class TX, class TY>
 void layernorm_forward(TY* y, float* mean, float* rstd, const TX* x, const float* g, int64_t N,
                        int d, double eps, cudaStream_t stream) {
   if (N <= 0) return;
-  norm_forward_kernel<TX, TY, true>
-      <<<unsigned(N), kNormForwardThreads, 0, stream>>>(y, mean, rstd, x, g, d, float(eps));
+  launch(norm_forward_kernel<TX, TY, true>, unsigned(N), kNormForwardThreads, 0, stream, y, mean, rstd, x, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 
