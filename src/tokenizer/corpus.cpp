@@ -84,8 +84,8 @@ class RankEncoder {
     read_documents(
         *stream, stream_offset, item.begin, item.end, documents, counts_,
         [&](std::string_view text, int64_t offset) {
-          add(text,
-              is_validation_document(options_.seed, file.name, offset, options_.val_fraction));
+          add(text, is_validation_document(options_.seed, file.name, offset, options_.val_fraction),
+              file.path + " (byte " + std::to_string(offset) + ")");
         },
         [&](const DocumentIssue& issue) { note(file, issue); });
     current_ = nullptr;
@@ -122,9 +122,9 @@ class RankEncoder {
     if (issues_.size() < options_.issues_kept) issues_.push_back(where + ": " + issue.reason);
   }
 
-  void add(std::string_view text, bool validation) {
+  void add(std::string_view text, bool validation, std::string origin) {
     DocumentBatch& batch = round_[used_];
-    batch.add(text, validation);
+    batch.add(text, validation, std::move(origin));
     ++(validation ? documents_val_ : documents_train_);
     if (batch.text.size() < kBatchTextBytes) return;
     if (++used_ == round_.size()) flush();

@@ -242,3 +242,24 @@ BOOST_AUTO_TEST_CASE(strict_stops_at_the_first_bad_line_naming_it) {
     BOOST_TEST(message.find("--strict") != std::string::npos);
   }
 }
+
+// A byte-level vocabulary without the token of a byte the corpus holds: the run stops with one
+// line naming the document (file and byte offset) and the byte; nothing is published.
+BOOST_AUTO_TEST_CASE(a_byte_without_a_token_stops_the_run_naming_the_document) {
+  fs::path dir = scratch("missing_byte");
+  std::string json = db::read_text_file(DEPTHBENCH_SOURCE_DIR
+                                        "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json");
+  json.replace(json.find("\"a\": 99,"), 8, "");  // byte 0x61 loses its token
+  write(dir / "tokenizer.json", json);
+  write(dir / "d.jsonl", "{\"text\": \"hello\"}\n{\"text\": \"a cat\"}\n");
+  try {
+    run({"--tokenizer", (dir / "tokenizer.json").string(), "--input", (dir / "d.jsonl").string(),
+         "--out", (dir / "out").string()});
+    BOOST_ERROR("tokenized a byte without a token");
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    BOOST_TEST(message.find("d.jsonl (byte 18)") != std::string::npos, message);
+    BOOST_TEST(message.find("no token for byte 0x61") != std::string::npos, message);
+  }
+  BOOST_TEST(!fs::exists(dir / "out" / "manifest.ini"));
+}
