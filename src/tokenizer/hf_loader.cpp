@@ -5,6 +5,7 @@
 // name (doc/tokenize.md); nothing that could change the ids is silently ignored.
 #include <filesystem>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/error.hpp"
@@ -206,6 +207,8 @@ std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
   check_decoder(root.find("decoder"), path);
   check_post_processor(root.find("post_processor"), path);
 
+  std::unordered_map<std::string, bool> is_special;
+  for (const AddedToken& t : config.added_tokens) is_special[t.content] = t.special;
   std::unique_ptr<BpeTokenizer> tokenizer;
   try {
     tokenizer = std::make_unique<BpeTokenizer>(std::move(config));
@@ -214,14 +217,15 @@ std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
   }
   // The end-of-document default; `depthbench tokenize --eod-id/--eod-token` overrides it.
   // GPT-2, GPT-NeoX, Qwen and GPT-4o call it <|endoftext|>, Llama-3 <|end_of_text|>, Llama-2
-  // and Mistral </s>, Gemma <eos>, DeepSeek <｜end▁of▁sentence｜>.
-  for (const char* name : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>",
-                           "<\uFF5Cend\u2581of\u2581sentence\uFF5C>"}) {
-    if (int64_t eod = tokenizer->token_id(name); eod >= 0) {
-      tokenizer->set_eod_id(static_cast<uint32_t>(eod));
-      break;
-    }
-  }
+  // and Mistral </s>, Gemma <eos>, DeepSeek <｜end▁of▁sentence｜>. A special added token comes
+  // first: Gemma also has a non-special </s> (an HTML tag).
+  const char* const eod_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>",
+                                   "<\uFF5Cend\u2581of\u2581sentence\uFF5C>"};
+  int64_t eod = -1;
+  for (bool special_only : {true, false})
+    for (const char* name : eod_names)
+      if (eod < 0 && (!special_only || is_special[name])) eod = tokenizer->token_id(name);
+  if (eod >= 0) tokenizer->set_eod_id(static_cast<uint32_t>(eod));
   std::string bos = bos_token_of(root.find("post_processor"));
   if (bos.empty()) bos = configured_bos_token(path);
   if (!bos.empty()) {
