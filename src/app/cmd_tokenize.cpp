@@ -63,7 +63,8 @@ int run_tokenize_command(int argc, char** argv) {
       "encoder.json (vocab.bpe beside it), or a directory holding either")(
       "input", po::value(&options.inputs)->required()->multitoken(),
       "files, directories (every file below, recursively) or quoted glob patterns "
-      "('data/**/*.jsonl.gz'); may repeat. *.gz and *.zst are decompressed on the fly")(
+      "('data/**/*.jsonl.gz'); may repeat. *.gz and *.zst are decompressed on the fly. '-' "
+      "alone: standard input (JSONL unless --format says otherwise)")(
       "format", po::value(&options.format)->default_value("auto"),
       "text, jsonl, fortunes, or auto (per file: jsonl for *.jsonl/*.json, also compressed, "
       "else text)")("text-field", po::value(&options.documents.text_field)->default_value("text"),
@@ -84,8 +85,10 @@ int run_tokenize_command(int argc, char** argv) {
       "put the tokenizer's beginning-of-sequence token before every document")(
       "bos-id", po::value<int64_t>(), "--bos with this id")("bos-token", po::value<std::string>(),
                                                             "--bos with the token of this text")(
-      "eod-id", po::value<int64_t>(), "end-of-document id (default: the <|endoftext|> token)")(
-      "eod-token", po::value<std::string>(), "end-of-document token given by its text")(
+      "eod-id", po::value<int64_t>(),
+      "end-of-document id (default: <|endoftext|>, <|end_of_text|>, </s>, <eos> or DeepSeek's "
+      "end of sentence, whichever the tokenizer has)")("eod-token", po::value<std::string>(),
+                                                       "end-of-document token given by its text")(
       "threads", po::value(&options.threads)->default_value(0),
       "encoding threads per rank (0: the cores the rank may use)")("quiet", po::bool_switch(&quiet),
                                                                    "no progress line")(

@@ -6,16 +6,18 @@
 
 namespace db::tokenizer {
 
-void DocumentBatch::add(std::string_view document, bool validation) {
+void DocumentBatch::add(std::string_view document, bool validation, std::string origin) {
   text.append(document);
   text_ends.push_back(text.size());
   is_validation.push_back(validation);
+  origins.push_back(std::move(origin));
 }
 
 void DocumentBatch::clear() {
   text.clear();
   text_ends.clear();
   is_validation.clear();
+  origins.clear();
   train_ids.clear();
   val_ids.clear();
 }
@@ -39,8 +41,15 @@ void BatchEncoder::encode(std::vector<DocumentBatch>& batches) {
       for (std::size_t d = 0; d < batch.documents(); ++d) {
         std::vector<uint32_t>& ids = batch.is_validation[d] ? batch.val_ids : batch.train_ids;
         if (bos_) ids.push_back(*bos_);
-        tokenizer.encode(std::string_view(batch.text).substr(start, batch.text_ends[d] - start),
-                         ids);
+        try {
+          tokenizer.encode(std::string_view(batch.text).substr(start, batch.text_ends[d] - start),
+                           ids);
+        } catch (const Error& e) {
+          // A byte or character without a token: name the document that holds it.
+          const std::string& origin = batch.origins[d];
+          throw Error("document " + (origin.empty() ? std::to_string(d) : origin) + ": " +
+                      e.what());
+        }
         ids.push_back(eod_);
         start = batch.text_ends[d];
       }

@@ -17,11 +17,12 @@ struct DocumentBatch {
   std::string text;                    // the documents, one after the other
   std::vector<std::size_t> text_ends;  // end of each document in `text`
   std::vector<bool> is_validation;     // per document
+  std::vector<std::string> origins;    // per document: where it is ("FILE (byte N)"), for errors
   // Filled by encode(): the ids of the training and of the validation documents, in order, each
   // document as [BOS] ids EOD.
   std::vector<uint32_t> train_ids, val_ids;
 
-  void add(std::string_view document, bool validation);
+  void add(std::string_view document, bool validation, std::string origin = {});
   std::size_t documents() const { return text_ends.size(); }
   void clear();
 };

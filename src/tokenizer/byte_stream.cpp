@@ -54,6 +54,13 @@ std::unique_ptr<ByteStream> open_byte_stream(const std::string& path, int64_t of
 }
 
 FileReader::FileReader(const std::string& path, int64_t offset) : path_(path) {
+  if (path == "-") {  // standard input: a stream, read from where it is
+    DB_REQUIRE(offset == 0, "standard input is read from its start only");
+    fd_ = ::dup(STDIN_FILENO);
+    DB_REQUIRE(fd_ >= 0, std::string("cannot read standard input: ") + std::strerror(errno));
+    path_ = "standard input";
+    return;
+  }
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   DB_REQUIRE(fd_ >= 0, "cannot open " + path + ": " + std::strerror(errno));
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);

@@ -30,8 +30,9 @@ class ByteStream {
   int64_t file_bytes_read_ = 0;
 };
 
-// Opens `path` as its compression_of() says. `offset` skips that many bytes of a plain file
-// (a rank's share of a large uncompressed file); compressed files always start at 0.
+// Opens `path` as its compression_of() says; "-" is standard input (plain). `offset` skips that
+// many bytes of a plain file (a rank's share of a large uncompressed file); compressed files always
+// start at 0.
 std::unique_ptr<ByteStream> open_byte_stream(const std::string& path, int64_t offset = 0);
 
 // The compressed readers behind open_byte_stream, each over the raw bytes of `path`.

@@ -27,6 +27,7 @@ constexpr int kBatchesPerThread = 4;                // per round, so that thread
 
 InputFormat format_of(const InputFile& file, const std::string& format) {
   if (format != "auto") return parse_input_format(format);
+  if (file.path == kStandardInput) return InputFormat::jsonl;  // no name to go by
   const std::string inner = without_compression_suffix(file.path);
   const bool json = inner.ends_with(".jsonl") || inner.ends_with(".json");
   return json ? InputFormat::jsonl : InputFormat::text;
@@ -80,14 +81,17 @@ class RankEncoder {
     const int64_t stream_offset = std::max<int64_t>(item.begin - 1, 0);
     std::unique_ptr<ByteStream> stream = open_byte_stream(file.path, stream_offset);
     current_ = stream.get();
-    const int64_t share = item.end == kWholeFile ? file.bytes : item.end - item.begin;
     read_documents(
         *stream, stream_offset, item.begin, item.end, documents, counts_,
         [&](std::string_view text, int64_t offset) {
-          add(text,
-              is_validation_document(options_.seed, file.name, offset, options_.val_fraction));
+          add(text, is_validation_document(options_.seed, file.name, offset, options_.val_fraction),
+              shown_name(file) + " (byte " + std::to_string(offset) + ")");
         },
         [&](const DocumentIssue& issue) { note(file, issue); });
+    // Standard input's size is known once it is read.
+    const int64_t share = item.end != kWholeFile        ? item.end - item.begin
+                          : file.path == kStandardInput ? stream->file_bytes_read()
+                                                        : file.bytes;
     current_ = nullptr;
     counts_.input_bytes += share;
     bytes_done_ += share;
@@ -103,9 +107,13 @@ class RankEncoder {
   const std::vector<std::string>& issues() const { return issues_; }
 
  private:
+  static std::string shown_name(const InputFile& file) {
+    return file.path == kStandardInput ? "standard input" : file.path;
+  }
+
   // A dropped or repaired line: its location is kept (the first few), or ends the run (strict).
   void note(const InputFile& file, const DocumentIssue& issue) {
-    std::string where = file.path;
+    std::string where = shown_name(file);
     // Appended piece by piece: `where += ":" + std::to_string(n)` trips GCC 12's -Wrestrict
     // false positive (its bug 105329).
     if (issue.line > 0) {
@@ -122,9 +130,9 @@ class RankEncoder {
     if (issues_.size() < options_.issues_kept) issues_.push_back(where + ": " + issue.reason);
   }
 
-  void add(std::string_view text, bool validation) {
+  void add(std::string_view text, bool validation, std::string origin) {
     DocumentBatch& batch = round_[used_];
-    batch.add(text, validation);
+    batch.add(text, validation, std::move(origin));
     ++(validation ? documents_val_ : documents_train_);
     if (batch.text.size() < kBatchTextBytes) return;
     if (++used_ == round_.size()) flush();
@@ -302,7 +310,12 @@ CorpusSummary tokenize_corpus(const CorpusOptions& options_in, Tokenizer& tokeni
 
   const fs::path out_dir(options.out_dir);
   prepare_out_dir(out_dir, rank, comm);
-  const std::vector<WorkItem> work = plan_work(bytes, splittable, rank, ranks);
+  // Standard input is one stream: rank 0 reads it, the other ranks have nothing to do.
+  const bool standard_input = files.front().path == kStandardInput;
+  const std::vector<WorkItem> work =
+      standard_input ? (rank == 0 ? std::vector<WorkItem>{WorkItem{0, 0, kWholeFile}}
+                                  : std::vector<WorkItem>{})
+                     : plan_work(bytes, splittable, rank, ranks);
 
   const double start = MPI_Wtime();
   const std::clock_t cpu_start = std::clock();  // this process: all its threads

@@ -35,10 +35,14 @@ std::string CorpusProgress::line(int64_t bytes_done, int64_t tokens_done) const 
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
   const double fraction = share_bytes_ > 0 ? double(bytes_done) / double(share_bytes_) : 1.0;
   std::string text = "tokenize: ";
-  char percent[32];
-  std::snprintf(percent, sizeof percent, "%.1f%%", 100.0 * fraction);
-  text += percent;
-  text += " of " + human(double(share_bytes_), "B");
+  if (share_bytes_ > 0) {
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.1f%%", 100.0 * fraction);
+    text += percent;
+    text += " of " + human(double(share_bytes_), "B");
+  } else {  // standard input: its size is unknown
+    text += human(double(bytes_done), "B") + " read";
+  }
   if (ranks_ > 1) text += " (rank 0's share of " + std::to_string(ranks_) + ")";
   text += ", " + human(double(tokens_done), " tokens");
   if (elapsed > 0) text += ", " + human(tokens_done / elapsed, " tokens/s");

@@ -46,36 +46,6 @@ std::string describe(const std::vector<const JsonValue*>& components) {
   return names + "]";
 }
 
-// What marks a file as SentencePiece-style, or "" when nothing does. SentencePiece spells a
-// space as U+2581 and keeps bytes as <0xNN> tokens: Metaspace, Prepend/Replace of U+2581,
-// ByteFallback, model.byte_fallback.
-std::string sentencepiece_evidence(const JsonValue& root) {
-  const JsonValue* model = root.find("model");
-  if (model && flag(*model, "byte_fallback", false)) return "model.byte_fallback is true";
-  if (model && component_type(*model) == "Unigram") return "model type 'Unigram'";
-  const char* kMetaspaceChar = "\xE2\x96\x81";
-  for (auto [key, list_key] : {std::pair{"pre_tokenizer", "pretokenizers"},
-                               {"normalizer", "normalizers"},
-                               {"decoder", "decoders"}}) {
-    const JsonValue* component = root.find(key);
-    if (!is_set(component)) continue;
-    for (const JsonValue* c : members(*component, list_key)) {
-      std::string type = component_type(*c);
-      if (type == "Metaspace" || type == "ByteFallback" || type == "Prepend")
-        return std::string(key) + " '" + type + "'";
-      // A Replace writes U+2581 (normalizer) or reads it (decoder).
-      const JsonValue* content = c->find("content");
-      const JsonValue* pattern = c->find("pattern");
-      const JsonValue* literal = pattern ? pattern->find("String") : nullptr;
-      for (const JsonValue* text : {content, literal})
-        if (type == "Replace" && text && text->is_string() &&
-            text->as_string().find(kMetaspaceChar) != std::string::npos)
-          return std::string(key) + " 'Replace' of U+2581";
-    }
-  }
-  return "";
-}
-
 SplitStep read_split(const JsonValue& split, const std::string& path) {
   require_known_keys(split, {"type", "pattern", "behavior", "invert"}, "pre_tokenizer Split", path);
   SplitStep step;
@@ -118,62 +88,133 @@ void require_known_keys(const JsonValue& object, std::initializer_list<std::stri
   }
 }
 
-void refuse_sentencepiece(const JsonValue& root, const std::string& path) {
-  std::string evidence = sentencepiece_evidence(root);
-  DB_REQUIRE(evidence.empty(), path + ": SentencePiece/Metaspace tokenizers are not supported (" +
-                                   evidence +
-                                   "); use a byte-level BPE such as GPT-2, GPT-NeoX, Llama-3 or "
-                                   "Qwen");
+void check_model_type(const JsonValue& model, const std::string& path) {
+  const std::string type = component_type(model);
+  DB_REQUIRE(type == "BPE" || type.empty(),
+             path + ": model type '" + type + "' is not supported; " + kSupportedModels);
 }
 
-Normalization read_normalizer(const JsonValue* normalizer, const std::string& path) {
-  if (!is_set(normalizer)) return Normalization::none;
-  std::vector<const JsonValue*> list = members(*normalizer, "normalizers");
-  DB_REQUIRE(list.size() <= 1, path + ": normalizer " + describe(list) +
-                                   " is not supported (one of NFC, NFD, NFKC, NFKD at most)");
-  if (list.empty()) return Normalization::none;
-  std::string type = component_type(*list[0]);
-  require_known_keys(*list[0], {"type"}, "normalizer " + type, path);
-  if (type == "NFC") return Normalization::nfc;
-  if (type == "NFKC") return Normalization::nfkc;
-  if (type == "NFD") return Normalization::nfd;
-  if (type == "NFKD") return Normalization::nfkd;
-  DB_REQUIRE(false, path + ": normalizer '" + type + "' is not supported (NFC, NFD, NFKC, NFKD)");
-  return Normalization::none;
+std::vector<NormalizerStep> read_normalizer(const JsonValue* normalizer, const std::string& path) {
+  std::vector<NormalizerStep> steps;
+  if (!is_set(normalizer)) return steps;
+  for (const JsonValue* c : members(*normalizer, "normalizers")) {
+    const std::string type = component_type(*c);
+    NormalizerStep step;
+    if (type == "NFC" || type == "NFKC" || type == "NFD" || type == "NFKD") {
+      require_known_keys(*c, {"type"}, "normalizer " + type, path);
+      step.kind = NormalizerStep::Kind::unicode;
+      step.form = type == "NFC"    ? Normalization::nfc
+                  : type == "NFKC" ? Normalization::nfkc
+                  : type == "NFD"  ? Normalization::nfd
+                                   : Normalization::nfkd;
+    } else if (type == "Prepend") {
+      require_known_keys(*c, {"type", "prepend"}, "normalizer Prepend", path);
+      const JsonValue* prepend = c->find("prepend");
+      DB_REQUIRE(prepend, path + ": normalizer Prepend without \"prepend\"");
+      step.kind = NormalizerStep::Kind::prepend;
+      step.text = prepend->as_string("Prepend prepend");
+    } else if (type == "Replace") {
+      require_known_keys(*c, {"type", "pattern", "content"}, "normalizer Replace", path);
+      const JsonValue* pattern = c->find("pattern");
+      const JsonValue* content = c->find("content");
+      DB_REQUIRE(pattern && pattern->is_object() && content,
+                 path + ": normalizer Replace needs a pattern and a content");
+      const JsonValue* literal = pattern->find("String");
+      DB_REQUIRE(literal, path +
+                              ": normalizer Replace with a Regex pattern is not supported "
+                              "(a String pattern is)");
+      step.kind = NormalizerStep::Kind::replace;
+      step.text = literal->as_string("Replace pattern.String");
+      step.replacement = content->as_string("Replace content");
+    } else {
+      DB_REQUIRE(false, path + ": normalizer '" + type +
+                            "' is not supported (supported: NFC, NFD, NFKC, NFKD, Prepend, "
+                            "Replace of a String, and a Sequence of them)");
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
 }
+
+namespace {
+MetaspaceStep read_metaspace(const JsonValue& metaspace, const std::string& path) {
+  require_known_keys(
+      metaspace, {"type", "replacement", "prepend_scheme", "split", "add_prefix_space", "str_rep"},
+      "pre_tokenizer Metaspace", path);
+  MetaspaceStep step;
+  if (const JsonValue* r = metaspace.find("replacement"); is_set(r))
+    step.replacement = r->as_string("Metaspace replacement");
+  DB_REQUIRE(!step.replacement.empty() && step.replacement.find(' ') == std::string::npos,
+             path + ": Metaspace replacement must be one character other than a space");
+  step.prepend_scheme = PrependScheme::always;  // Hugging Face's default
+  if (const JsonValue* scheme = metaspace.find("prepend_scheme"); is_set(scheme)) {
+    const std::string name = scheme->as_string("Metaspace prepend_scheme");
+    if (name == "always") {
+      step.prepend_scheme = PrependScheme::always;
+    } else if (name == "first") {
+      step.prepend_scheme = PrependScheme::first;
+    } else if (name == "never") {
+      step.prepend_scheme = PrependScheme::never;
+    } else {
+      DB_REQUIRE(false, path + ": Metaspace prepend_scheme '" + name +
+                            "' is unknown (always, first, never)");
+    }
+  }
+  // Files of tokenizers < 0.19 say add_prefix_space instead; false means never.
+  if (!flag(metaspace, "add_prefix_space", true)) step.prepend_scheme = PrependScheme::never;
+  step.split = flag(metaspace, "split", true);
+  return step;
+}
+}  // namespace
 
 void read_pre_tokenizer(const JsonValue* pre, BpeTokenizerConfig& config, const std::string& path) {
-  DB_REQUIRE(is_set(pre), path + ": no pre_tokenizer (a byte-level BPE needs ByteLevel)");
-  std::vector<const JsonValue*> list = members(*pre, "pretokenizers");
-  DB_REQUIRE(!list.empty() && component_type(*list.back()) == "ByteLevel",
-             path + ": pre_tokenizer " + describe(list) +
-                 " is not supported (need ByteLevel, alone or last after Split steps)");
-  config.pre_tokenizer.splits.clear();
-  for (size_t i = 0; i + 1 < list.size(); ++i) {
-    std::string type = component_type(*list[i]);
-    DB_REQUIRE(type == "Split", path + ": pre_tokenizer '" + type +
-                                    "' is not supported (only Split may come before ByteLevel)");
-    config.pre_tokenizer.splits.push_back(read_split(*list[i], path));
+  std::vector<const JsonValue*> list;
+  if (is_set(pre)) list = members(*pre, "pretokenizers");
+  config.pre_tokenizer = PreTokenizerConfig{};
+  config.pre_tokenizer.byte_level_regex = false;
+  config.model.byte_level = false;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string type = component_type(*list[i]);
+    const bool last = i + 1 == list.size();
+    if (type == "Split") {
+      config.pre_tokenizer.splits.push_back(read_split(*list[i], path));
+      continue;
+    }
+    DB_REQUIRE(type == "ByteLevel" || type == "Metaspace",
+               path + ": pre_tokenizer '" + type +
+                   "' is not supported (supported: Split steps, then optionally ByteLevel or "
+                   "Metaspace, alone or in a Sequence)");
+    DB_REQUIRE(last, path + ": pre_tokenizer " + describe(list) + " is not supported (" + type +
+                         " must come last, after any Split steps)");
+    if (type == "Metaspace") {
+      config.pre_tokenizer.metaspace = read_metaspace(*list[i], path);
+      continue;
+    }
+    const JsonValue& byte_level = *list[i];
+    // trim_offsets only moves the offsets Hugging Face reports, never the ids.
+    require_known_keys(byte_level, {"type", "add_prefix_space", "trim_offsets", "use_regex"},
+                       "pre_tokenizer ByteLevel", path);
+    config.model.byte_level = true;
+    config.pre_tokenizer.byte_level_regex = flag(byte_level, "use_regex", true);
+    config.add_prefix_space = flag(byte_level, "add_prefix_space", false);
+    // Hugging Face prepends the space to every piece the Split steps made; not implemented.
+    DB_REQUIRE(!config.add_prefix_space || config.pre_tokenizer.splits.empty(),
+               path + ": ByteLevel add_prefix_space after a Split is not supported");
   }
-  const JsonValue& byte_level = *list.back();
-  // trim_offsets only moves the offsets Hugging Face reports, never the ids.
-  require_known_keys(byte_level, {"type", "add_prefix_space", "trim_offsets", "use_regex"},
-                     "pre_tokenizer ByteLevel", path);
-  config.pre_tokenizer.byte_level_regex = flag(byte_level, "use_regex", true);
-  config.add_prefix_space = flag(byte_level, "add_prefix_space", false);
-  // Hugging Face prepends the space to every piece the Split steps made; not implemented.
-  DB_REQUIRE(!config.add_prefix_space || config.pre_tokenizer.splits.empty(),
-             path + ": ByteLevel add_prefix_space after a Split is not supported");
 }
 
 void check_decoder(const JsonValue* decoder, const std::string& path) {
   if (!is_set(decoder)) return;
-  // Decoding is the concatenation of the tokens' bytes: what ByteLevel decodes to.
-  DB_REQUIRE(
-      component_type(*decoder) == "ByteLevel",
-      path + ": decoder '" + component_type(*decoder) + "' is not supported (need ByteLevel)");
-  require_known_keys(*decoder, {"type", "add_prefix_space", "trim_offsets", "use_regex"},
-                     "decoder ByteLevel", path);
+  // Decoders turn ids back into text and never change the ids; decode() here concatenates the
+  // tokens' bytes (byte-level) or text with U+2581 as a space and <0xNN> as its byte.
+  for (const JsonValue* d : members(*decoder, "decoders")) {
+    const std::string type = component_type(*d);
+    DB_REQUIRE(type == "ByteLevel" || type == "Metaspace" || type == "Replace" ||
+                   type == "ByteFallback" || type == "Fuse" || type == "Strip",
+               path + ": decoder '" + type +
+                   "' is not supported (supported: ByteLevel, Metaspace, Replace, ByteFallback, "
+                   "Fuse, Strip)");
+  }
 }
 
 void check_post_processor(const JsonValue* post_processor, const std::string& path) {

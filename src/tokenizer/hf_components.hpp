@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tokenizer/tokenizer.hpp"
 #include "util/json.hpp"
@@ -20,12 +21,18 @@ std::string component_type(const JsonValue& component);
 void require_known_keys(const JsonValue& object, std::initializer_list<std::string_view> known,
                         const std::string& where, const std::string& path);
 
-// Refuses SentencePiece/Metaspace files (Llama-2, Mistral, T5) with that reason, naming the
-// setting that shows it, before their vocabulary is read as byte-level text.
-void refuse_sentencepiece(const JsonValue& root, const std::string& path);
+// What `tokenize` reads, for the message refusing anything else.
+inline constexpr const char* kSupportedModels =
+    "tokenize supports BPE models: byte-level (GPT-2, GPT-NeoX, OLMo, Llama-3, Qwen, GPT-4o, "
+    "DeepSeek) and SentencePiece-style (Llama-2, Mistral, Gemma); not Unigram, WordPiece or "
+    "WordLevel";
 
-Normalization read_normalizer(const JsonValue* normalizer, const std::string& path);
-// Fills config.pre_tokenizer and config.add_prefix_space.
+// Refuses a model other than BPE (Unigram, WordPiece, WordLevel) by name.
+void check_model_type(const JsonValue& model, const std::string& path);
+
+std::vector<NormalizerStep> read_normalizer(const JsonValue* normalizer, const std::string& path);
+// Fills config.pre_tokenizer, config.add_prefix_space and config.model.byte_level (a ByteLevel
+// pre-tokenizer makes the model byte-level; without one it works on characters).
 void read_pre_tokenizer(const JsonValue* pre_tokenizer, BpeTokenizerConfig& config,
                         const std::string& path);
 void check_decoder(const JsonValue* decoder, const std::string& path);

@@ -89,6 +89,11 @@ std::vector<InputFile> expand_one(const std::string& entry) {
 }  // namespace
 
 std::vector<InputFile> expand_inputs(const std::vector<std::string>& entries) {
+  if (std::find(entries.begin(), entries.end(), kStandardInput) != entries.end()) {
+    DB_REQUIRE(entries.size() == 1,
+               "--input - (standard input) cannot be combined with other inputs");
+    return {InputFile{kStandardInput, kStandardInput, 0}};
+  }
   std::map<std::string, InputFile> by_path;  // canonical path -> first name found for it
   for (const std::string& entry : entries) {
     std::vector<InputFile> found = expand_one(entry);

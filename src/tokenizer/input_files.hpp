@@ -8,6 +8,9 @@
 
 namespace db::tokenizer {
 
+// `--input -`: standard input, read as one stream by rank 0 (doc/tokenize.md, "Inputs").
+inline constexpr const char* kStandardInput = "-";
+
 struct InputFile {
   std::string path;  // canonical: symbolic links resolved
   // The path below the directory or the pattern's literal part it was found under (the file
@@ -21,7 +24,8 @@ struct InputFile {
 // recursively; a pattern matches with fnmatch(3) per path component, `**` standing for any
 // number of directories, and a directory it matches counts whole. Names starting with '.' are
 // skipped unless named. Duplicates (also through symbolic links) are removed and the list is
-// sorted bytewise by path. An entry that yields no file is an error.
+// sorted bytewise by path. An entry that yields no file is an error. "-" (standard input) must be
+// the only entry; it gives one InputFile named "-" of unknown size (0 bytes).
 std::vector<InputFile> expand_inputs(const std::vector<std::string>& entries);
 
 }  // namespace db::tokenizer

@@ -1,6 +1,6 @@
-// The tokenizers of `depthbench tokenize` (doc/tokenize.md): a byte-level BPE loaded from a
-// Hugging Face tokenizer.json or GPT-2's encoder.json + vocab.bpe, and the 257-id byte
-// vocabulary of the embedded demo.
+// The tokenizers of `depthbench tokenize` (doc/tokenize.md): a BPE loaded from a Hugging Face
+// tokenizer.json (byte-level or SentencePiece-style) or GPT-2's encoder.json + vocab.bpe, and the
+// 257-id byte vocabulary of the embedded demo.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -49,7 +49,7 @@ inline constexpr uint32_t kMaxVocabularySize = uint32_t(1) << 22;
 
 // A token matched in the text before pre-tokenization (Hugging Face "added_tokens").
 struct AddedToken {
-  std::string content;  // raw text, not byte-level spelled
+  std::string content;  // the text it stands for, as written in the file (never byte-level spelled)
   uint32_t id = 0;
   bool special = false;
   bool normalized = false;  // matched after normalization instead of on the raw text
@@ -58,14 +58,27 @@ struct AddedToken {
 
 enum class Normalization { none, nfc, nfkc, nfd, nfkd };
 
+// One step of a tokenizer.json normalizer, applied in order to the text between added tokens.
+struct NormalizerStep {
+  enum class Kind { unicode, prepend, replace } kind = Kind::unicode;
+  Normalization form = Normalization::none;  // unicode: NFC, NFKC, NFD or NFKD (ICU)
+  std::string text;                          // prepend: put before non-empty text; replace: the
+                                             // literal replaced everywhere
+  std::string replacement;                   // replace
+};
+
 struct BpeTokenizerConfig {
-  std::vector<std::string> id_to_bytes;                     // model vocabulary, raw bytes per id
-  std::vector<std::pair<std::string, std::string>> merges;  // raw bytes, rank order
+  // Model vocabulary per id: raw bytes for a byte-level model, else the entry's text; empty for
+  // an id the model never produces (e.g. DeepSeek's special tokens, reached as added tokens).
+  std::vector<std::string> id_to_bytes;
+  std::vector<std::pair<std::string, std::string>> merges;  // same spelling, rank order
+  // Text for decode() of the ids whose id_to_bytes is empty; "" for none.
+  std::vector<std::string> id_to_text;
   std::vector<AddedToken> added_tokens;
-  Normalization normalization = Normalization::none;
+  std::vector<NormalizerStep> normalizer;
   PreTokenizerConfig pre_tokenizer;  // default: ByteLevel with the GPT-2 expression
   bool add_prefix_space = false;     // ByteLevel: a space before text that lacks one
-  bool ignore_merges = false;        // a pre-token found in the vocabulary is not merged
+  BpeModelOptions model;             // byte-level or characters, ignore_merges, byte_fallback...
   int64_t eod_id = -1;
   std::string description;
 };
@@ -90,11 +103,22 @@ class BpeTokenizer final : public Tokenizer {
   BpeModel& model() { return model_; }
 
  private:
-  // Splits `text` on the added tokens of one kind and encodes the parts between them with `rest`.
+  // A token to find in the text: the added token's content, or for a normalized one its content
+  // after the normalizer (what Hugging Face's AddedVocabulary matches).
+  struct AddedPattern {
+    std::string text;
+    const AddedToken* token;
+  };
+  using PatternIndex = std::vector<std::vector<AddedPattern>>;  // by first byte, longest first
+  // Splits `text` on the patterns of `index`, appends their ids, and hands every part between
+  // them to `rest(part, starts_text)`.
   template <typename Rest>
-  void split_on_added(std::string_view text, bool normalized_kind, std::vector<uint32_t>& ids,
+  void split_on_added(std::string_view text, const PatternIndex& index, std::vector<uint32_t>& ids,
                       Rest&& rest);
-  void encode_plain(std::string_view text, std::vector<uint32_t>& ids);
+  // Applies the normalizer steps; returns `text` itself or a view of `buffer`.
+  std::string_view normalize(std::string_view text, std::string& buffer) const;
+  // `at_document_start`: the part begins the document (Metaspace's prepend_scheme "first").
+  void encode_plain(std::string_view text, bool at_document_start, std::vector<uint32_t>& ids);
   // Clones share the configuration they are built from.
   explicit BpeTokenizer(std::shared_ptr<const BpeTokenizerConfig> config);
 
@@ -102,9 +126,11 @@ class BpeTokenizer final : public Tokenizer {
 
   BpeModel model_;
   std::vector<AddedToken> added_tokens_;
-  std::vector<std::vector<const AddedToken*>> added_by_first_byte_;  // longest first
-  std::vector<std::string> id_to_text_;                              // for decode
-  Normalization normalization_;
+  // Added tokens with normalized = false are found in the raw text first, those with
+  // normalized = true in the normalized parts between them, as Hugging Face does.
+  PatternIndex raw_added_, normalized_added_;
+  std::vector<std::string> id_to_text_;  // for decode
+  std::vector<NormalizerStep> normalizer_;
   PreTokenizerSequence pre_tokenizer_;
   bool add_prefix_space_;
   bool has_raw_added_ = false, has_normalized_added_ = false;
@@ -127,9 +153,10 @@ class ByteTokenizer final : public Tokenizer {
   std::unique_ptr<Tokenizer> clone() const override { return std::make_unique<ByteTokenizer>(); }
 };
 
-// Hugging Face tokenizer.json of a byte-level BPE (GPT-NeoX, OLMo, Llama-3, Qwen, GPT-4o layouts);
-// every other setting is refused by name. End-of-document: the added token "<|endoftext|>" when
-// present, else "<|end_of_text|>" (Llama-3).
+// Hugging Face tokenizer.json of a BPE: byte-level (GPT-2, GPT-NeoX, OLMo, Llama-3, Qwen, GPT-4o,
+// DeepSeek) or SentencePiece-style (Llama-2, Mistral, Gemma); every other setting is refused by
+// name. End-of-document: the first of "<|endoftext|>", "<|end_of_text|>" (Llama-3), "</s>"
+// (Llama-2, Mistral), "<eos>" (Gemma), "<｜end▁of▁sentence｜>" (DeepSeek) the file has.
 std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path);
 
 // GPT-2's encoder.json + vocab.bpe; end-of-document "<|endoftext|>" (50256). Like OpenAI's

@@ -22,8 +22,8 @@ bool is_validation_document(uint64_t seed, std::string_view file_name, int64_t o
                             double val_fraction) {
   if (val_fraction <= 0) return false;
   // Seed 0 gives the split of the versions before --seed existed, so their data is reproduced.
-  const uint64_t hash = mix64(fnv1a(file_name) ^ mix64(static_cast<uint64_t>(offset)) ^
-                              seed * 0x9E3779B97F4A7C15ULL);
+  const uint64_t hash =
+      mix64(fnv1a(file_name) ^ mix64(static_cast<uint64_t>(offset)) ^ seed * 0x9E3779B97F4A7C15ULL);
   return static_cast<double>(hash >> 11) * 0x1.0p-53 < val_fraction;
 }
 

@@ -1,7 +1,9 @@
 // `depthbench tokenize` end to end through db::app::run_tokenize_command on one MPI rank.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE tokenize command
+#include <fcntl.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
@@ -241,4 +243,80 @@ BOOST_AUTO_TEST_CASE(strict_stops_at_the_first_bad_line_naming_it) {
     BOOST_TEST(message.starts_with((dir / "bad.jsonl").string() + ":2: malformed JSON"));
     BOOST_TEST(message.find("--strict") != std::string::npos);
   }
+}
+
+// A byte-level vocabulary without the token of a byte the corpus holds: the run stops with one
+// line naming the document (file and byte offset) and the byte; nothing is published.
+BOOST_AUTO_TEST_CASE(a_byte_without_a_token_stops_the_run_naming_the_document) {
+  fs::path dir = scratch("missing_byte");
+  std::string json = db::read_text_file(DEPTHBENCH_SOURCE_DIR
+                                        "/tests/tokenizer/fixtures/neox_tiny_tokenizer.json");
+  json.replace(json.find("\"a\": 99,"), 8, "");  // byte 0x61 loses its token
+  write(dir / "tokenizer.json", json);
+  write(dir / "d.jsonl", "{\"text\": \"hello\"}\n{\"text\": \"a cat\"}\n");
+  try {
+    run({"--tokenizer", (dir / "tokenizer.json").string(), "--input", (dir / "d.jsonl").string(),
+         "--out", (dir / "out").string()});
+    BOOST_ERROR("tokenized a byte without a token");
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    BOOST_TEST(message.find("d.jsonl (byte 18)") != std::string::npos, message);
+    BOOST_TEST(message.find("no token for byte 0x61") != std::string::npos, message);
+  }
+  BOOST_TEST(!fs::exists(dir / "out" / "manifest.ini"));
+}
+
+namespace {
+// Runs `tokenize` with `path` as its standard input, restored afterwards.
+int run_with_stdin(const fs::path& path, std::vector<std::string> args) {
+  const int saved = ::dup(STDIN_FILENO);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ::dup2(fd, STDIN_FILENO);
+  ::close(fd);
+  int status = -1;
+  try {
+    status = run(std::move(args));
+  } catch (...) {
+    ::dup2(saved, STDIN_FILENO);
+    ::close(saved);
+    throw;
+  }
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  return status;
+}
+}  // namespace
+
+// `--input -` reads JSONL (the default) or text from standard input: the same shards as the
+// same bytes in a file.
+BOOST_AUTO_TEST_CASE(standard_input_is_read_as_jsonl_or_text) {
+  fs::path dir = scratch("stdin");
+  write(dir / "d.jsonl",
+        "{\"text\": \"ab\"}\n{\"text\": \"c\\u00e9\"}\nnot json\n{\"text\": \"z\"}\n");
+  BOOST_TEST(run({"--tokenizer", "bytes", "--input", (dir / "d.jsonl").string(), "--out",
+                  (dir / "file").string()}) == 0);
+  BOOST_TEST(run_with_stdin(dir / "d.jsonl", {"--tokenizer", "bytes", "--input", "-", "--out",
+                                              (dir / "piped").string()}) == 0);
+  const Ids ids = read_u16(dir / "piped" / "train_000000.npy");
+  BOOST_TEST(ids == read_u16(dir / "file" / "train_000000.npy"));
+  Ids expected = bytes_then_eod("ab");
+  for (const char* doc : {"c\xC3\xA9", "z"}) {
+    Ids more = bytes_then_eod(doc);
+    expected.insert(expected.end(), more.begin(), more.end());
+  }
+  BOOST_TEST(ids == expected);
+  auto m = read_manifest(dir / "piped" / "manifest.ini");
+  BOOST_TEST(m["malformed_json"] == "1");
+  BOOST_TEST(m["input_bytes"] == std::to_string(fs::file_size(dir / "d.jsonl")));
+
+  write(dir / "t.txt", "one\n\ntwo\n");
+  BOOST_TEST(run_with_stdin(dir / "t.txt", {"--tokenizer", "bytes", "--input", "-", "--format",
+                                            "text", "--doc-separator", "blank-line", "--out",
+                                            (dir / "text").string()}) == 0);
+  Ids text = bytes_then_eod("one\n"), two = bytes_then_eod("two\n");
+  text.insert(text.end(), two.begin(), two.end());
+  BOOST_TEST(read_u16(dir / "text" / "train_000000.npy") == text);
+  BOOST_CHECK_THROW(run({"--tokenizer", "bytes", "--input", "-", (dir / "t.txt").string(), "--out",
+                         (dir / "both").string()}),
+                    std::exception);
 }
