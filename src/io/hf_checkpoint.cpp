@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "io/model_fields.hpp"
 #include "io/safetensors.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -242,6 +243,32 @@ std::string config_json(const Checkpoint& weights, int64_t eos_id) {
   return json + "\n}\n";
 }
 
+// config.json of a design other than pre_ln: our model fields (doc/parameters.md derives every
+// tensor shape from them) and what transformers needs to find the shipped code.
+std::string depthbench_config_json(const Checkpoint& weights, int64_t eos_id) {
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"architectures", "[\"DepthBenchForCausalLM\"]"},
+      {"model_type", "\"depthbench\""},
+      {"auto_map",
+       "{\"AutoConfig\": \"configuration_depthbench.DepthBenchConfig\", "
+       "\"AutoModelForCausalLM\": \"modeling_depthbench.DepthBenchForCausalLM\"}"},
+  };
+  for (const auto& member : model_json_members(weights.model)) fields.push_back(member);
+  fields.push_back({"max_position_embeddings", std::to_string(weights.seq_len)});
+  fields.push_back({"run_id", json_quote(weights.run_id)});
+  fields.push_back({"torch_dtype", "\"float32\""});
+  fields.push_back({"use_cache", "false"});
+  if (eos_id >= 0) {
+    fields.push_back({"bos_token_id", std::to_string(eos_id)});
+    fields.push_back({"eos_token_id", std::to_string(eos_id)});
+  }
+  std::string json = "{";
+  for (size_t i = 0; i < fields.size(); ++i)
+    json +=
+        std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " + fields[i].second;
+  return json + "\n}\n";
+}
+
 }  // namespace
 
 ModelConfig model_from_hf_config(const JsonValue& config, const std::string& source,
@@ -332,24 +359,35 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   return c;
 }
 
-void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int64_t eos_id) {
+void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int64_t eos_id,
+                         const std::string& modeling_dir) {
   const ModelConfig& m = weights.model;
-  DB_REQUIRE(m.arch == "pre_ln", "design " + m.arch +
-                                     " has no Hugging Face counterpart: only pre_ln runs export "
-                                     "to the LLaMA layout (--format safetensors keeps any design)");
+  const bool llama = m.arch == "pre_ln";  // the only design transformers implements itself
   DB_REQUIRE(weights.seq_len > 0,
              "the weights record no training seq_len for "
              "max_position_embeddings");
+  if (!llama)
+    for (const char* file : kHfModelingFiles)
+      DB_REQUIRE(fs::exists(fs::path(modeling_dir) / file),
+                 "design " + m.arch + " exports with its modelling code, but " + file +
+                     " was not found in '" + modeling_dir + "'");
   fs::create_directories(dir);
   const ParameterLayout layout = build_layout(m);
+  DB_REQUIRE(int64_t(weights.params.size()) == layout.storage_size(),
+             "weights do not match the model's parameter layout");
   std::vector<TensorView> tensors;
   for (const ParameterSpec& spec : layout.specs())
-    tensors.push_back({hf_name(spec.name), spec.shape, weights.params.data() + spec.offset});
+    tensors.push_back({llama ? hf_name(spec.name) : "model." + spec.name, spec.shape,
+                       weights.params.data() + spec.offset});
   // transformers refuses a safetensors file whose metadata does not name its framework.
   write_safetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
   std::ofstream out(dir + "/config.json");
-  out << config_json(weights, eos_id);
+  out << (llama ? config_json(weights, eos_id) : depthbench_config_json(weights, eos_id));
   DB_REQUIRE(out.flush(), "cannot write " + dir + "/config.json");
+  if (!llama)
+    for (const char* file : kHfModelingFiles)
+      fs::copy_file(fs::path(modeling_dir) / file, fs::path(dir) / file,
+                    fs::copy_options::overwrite_existing);
 }
 
 }  // namespace db

@@ -22,8 +22,18 @@ ModelConfig model_from_hf_config(const JsonValue& config, const std::string& sou
 // and fp64 tensors are converted to float32.
 Checkpoint read_hf_checkpoint(const std::string& dir);
 
-// Writes DIR/config.json (LlamaForCausalLM, or Qwen3ForCausalLM when the run used QK-norm) and
-// DIR/model.safetensors for a pre_ln model; other designs are refused. eos_id < 0: none recorded.
-void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int64_t eos_id);
+// The modelling code every other design ships with (src/io/hf_modeling/, installed to
+// share/depthbench/hf_modeling): the plain PyTorch model, and the transformers config and
+// wrapper that config.json's auto_map names.
+inline constexpr const char* kHfModelingFiles[] = {"depthbench_model.py",
+                                                   "configuration_depthbench.py",
+                                                   "modeling_depthbench.py"};
+
+// Writes a Hugging Face folder DIR: config.json and model.safetensors. A pre_ln model becomes
+// LlamaForCausalLM (Qwen3ForCausalLM when it used QK-norm); any other design a DepthBench model
+// (model_type depthbench, our tensor names below `model.`, our model fields typed) loaded through
+// the kHfModelingFiles, which are copied from `modeling_dir`. eos_id < 0: none recorded.
+void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int64_t eos_id,
+                         const std::string& modeling_dir = "");
 
 }  // namespace db
