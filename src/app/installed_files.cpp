@@ -32,8 +32,9 @@ std::string locate_suite(const std::string& given) {
 std::string locate_hf_modeling() {
   std::error_code error;
   const fs::path executable = fs::read_symlink("/proc/self/exe", error);
-  DB_REQUIRE(!error, "cannot find the executable's folder (/proc/self/exe) to locate the "
-                     "Hugging Face modelling code");
+  DB_REQUIRE(!error,
+             "cannot find the executable's folder (/proc/self/exe) to locate the "
+             "Hugging Face modelling code");
   // Installed, then a build folder inside the clone (build/..).
   const fs::path installed = executable.parent_path() / DEPTHBENCH_HF_MODELING_FROM_BIN;
   const fs::path clone = executable.parent_path() / ".." / "src" / "io" / "hf_modeling";
@@ -41,8 +42,8 @@ std::string locate_hf_modeling() {
     if (fs::exists(folder / "modeling_depthbench.py", error))
       return folder.lexically_normal().string();
   throw Error("the Hugging Face modelling code (modeling_depthbench.py) is in neither " +
-              installed.lexically_normal().string() + " nor " +
-              clone.lexically_normal().string() + ": install DepthBench (cmake --install)");
+              installed.lexically_normal().string() + " nor " + clone.lexically_normal().string() +
+              ": install DepthBench (cmake --install)");
 }
 
 }  // namespace db::app

@@ -25,9 +25,8 @@ Checkpoint read_hf_checkpoint(const std::string& dir);
 // The modelling code every other design ships with (src/io/hf_modeling/, installed to
 // share/depthbench/hf_modeling): the plain PyTorch model, and the transformers config and
 // wrapper that config.json's auto_map names.
-inline constexpr const char* kHfModelingFiles[] = {"depthbench_model.py",
-                                                   "configuration_depthbench.py",
-                                                   "modeling_depthbench.py"};
+inline constexpr const char* kHfModelingFiles[] = {
+    "depthbench_model.py", "configuration_depthbench.py", "modeling_depthbench.py"};
 
 // Writes a Hugging Face folder DIR: config.json and model.safetensors. A pre_ln model becomes
 // LlamaForCausalLM (Qwen3ForCausalLM when it used QK-norm); any other design a DepthBench model

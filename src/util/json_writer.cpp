@@ -44,8 +44,8 @@ std::string json_text(const JsonValue& value, int indent) {
       std::string text = "{";
       bool first = true;
       for (const auto& [key, member] : members) {
-        text += (first ? "\n" : ",\n") + inner + json_quote(key) + ": " +
-                json_text(member, indent + 2);
+        text +=
+            (first ? "\n" : ",\n") + inner + json_quote(key) + ": " + json_text(member, indent + 2);
         first = false;
       }
       return text + "\n" + outer + "}";
