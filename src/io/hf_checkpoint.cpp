@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "core/error.hpp"
@@ -269,6 +270,42 @@ std::string depthbench_config_json(const Checkpoint& weights, int64_t eos_id) {
   return json + "\n}\n";
 }
 
+// A design option of our config.json back to the text of a weight file's design_options.
+std::string option_text(const JsonValue& value) {
+  if (value.is_null()) return "";
+  if (value.is_bool()) return value.as_bool() ? "true" : "false";
+  if (value.is_number()) return exact_number_text(value.as_number());
+  return value.as_string("design option");
+}
+
+// The model of our own config.json (a design other than pre_ln): the typed model fields
+// depthbench_config_json wrote; `context` receives max_position_embeddings.
+ModelConfig model_from_depthbench_config(const JsonValue& config, const std::string& source,
+                                         int64_t& context) {
+  const JsonValue* length = config.find("max_position_embeddings");
+  context = length
+                ? length->as_integer((source + ": max_position_embeddings").c_str(), 1, 1LL << 40)
+                : 2048;
+  return model_from_fields(
+      [&](const std::string& key, const FieldValue& kind) -> std::optional<FieldValue> {
+        const JsonValue* v = config.find(key);
+        if (!v) return std::nullopt;
+        const std::string what = source + ": " + key;
+        if (key == "design_options") {
+          std::string text;
+          for (const auto& [option, value] : v->as_object(what.c_str()))
+            text += (text.empty() ? "" : ";") + option + "=" + option_text(value);
+          return text;
+        }
+        if (std::holds_alternative<std::string>(kind)) return v->as_string(what.c_str());
+        if (std::holds_alternative<int64_t>(kind))
+          return v->is_bool() ? int64_t(v->as_bool())
+                              : int64_t(v->as_integer(what.c_str(), 0, 1LL << 40));
+        return v->as_number(what.c_str());
+      },
+      source);
+}
+
 }  // namespace
 
 ModelConfig model_from_hf_config(const JsonValue& config, const std::string& source,
@@ -320,7 +357,14 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   DB_REQUIRE(fs::is_directory(dir), "Hugging Face checkpoint folder " + dir + " not found");
   Checkpoint c;
   c.run_id = "hf:" + dir;
-  c.model = model_from_hf_config(read_json(dir + "/config.json"), dir + "/config.json", c.seq_len);
+  const std::string source = dir + "/config.json";
+  const JsonValue config = read_json(source);
+  const JsonValue* type = config.find("model_type");
+  // Our own export of a design other than pre_ln: our names below `model.`.
+  const bool ours = type && type->is_string() && type->as_string() == "depthbench";
+  c.model = ours ? model_from_depthbench_config(config, source, c.seq_len)
+                 : model_from_hf_config(config, source, c.seq_len);
+  auto name_of = [ours](const std::string& name) { return ours ? "model." + name : hf_name(name); };
   const std::map<std::string, std::string> files = tensor_files(dir);
   std::map<std::string, std::unique_ptr<SafetensorsFile>> opened;
   auto file_of = [&](const std::string& name) -> const SafetensorsFile& {
@@ -333,7 +377,7 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   c.params.resize(layout.storage_size());
   std::set<std::string> used;
   for (const ParameterSpec& spec : layout.specs()) {
-    const std::string name = hf_name(spec.name);
+    const std::string name = name_of(spec.name);
     DB_REQUIRE(files.count(name), dir + " has no tensor " + name);
     const SafetensorsFile& file = file_of(name);
     const std::vector<int64_t>& shape = file.entry(name).shape;

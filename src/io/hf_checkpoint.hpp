@@ -18,8 +18,9 @@ namespace db {
 ModelConfig model_from_hf_config(const JsonValue& config, const std::string& source,
                                  int64_t& context);
 
-// Reads DIR as a pre_ln model; seq_len = max_position_embeddings, run_id = "hf:DIR". bf16, fp16
-// and fp64 tensors are converted to float32.
+// Reads DIR: a LLaMA-family folder as a pre_ln model, or our own export of any other design
+// (model_type depthbench) as that design; seq_len = max_position_embeddings, run_id = "hf:DIR".
+// bf16, fp16 and fp64 tensors are converted to float32.
 Checkpoint read_hf_checkpoint(const std::string& dir);
 
 // The modelling code every other design ships with (src/io/hf_modeling/, installed to

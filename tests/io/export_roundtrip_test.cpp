@@ -1,7 +1,8 @@
 // Exports read back bit for bit: every registered design through `--format safetensors`, Pre-LN
 // (with GQA, QK-norm, tied embeddings) through the Hugging Face layout; every other design
 // exports to a Hugging Face folder with its modelling code, its tensors by name and a typed
-// config.json; the safetensors reader converts F16/BF16/F64 exactly and refuses bad files.
+// config.json, and reads back from it bit for bit; the safetensors reader converts F16/BF16/F64
+// exactly and refuses bad files.
 #define BOOST_TEST_MODULE export_roundtrip
 #define BOOST_TEST_DYN_LINK
 #include <boost/test/unit_test.hpp>
@@ -158,6 +159,13 @@ BOOST_AUTO_TEST_CASE(hf_export_of_other_designs_ships_modelling_code_and_our_ten
       BOOST_TEST(config.find("max_position_embeddings")->as_number() == 24);
       BOOST_TEST(config.find("eos_token_id")->as_number() == 5);
       BOOST_TEST(config.find("design_options")->as_object().size() == design.options.size());
+      // `eval --hf` and `diagnose --hf` read it back as the same design, bit for bit (option
+      // values compare as their JSON: 1e-6 comes back as 1e-06).
+      const Checkpoint read = read_hf_checkpoint(dir);
+      BOOST_TEST(read.model.arch == design.name);
+      BOOST_TEST(model_json_members(read.model) == model_json_members(weights.model));
+      BOOST_TEST(read.seq_len == weights.seq_len);
+      BOOST_TEST(bitwise_equal(read.params, weights.params));
     }
   }
   // Without the modelling code there is nothing to load the folder with: refused by name.

@@ -5,8 +5,9 @@
 # queries, zero HC dynamic weights), exported, and evaluated by `eval` (float32). The exported
 # folder's own copy of the modelling code (depthbench_model.py, torch only) must give the same
 # window losses within 1e-5 relative, in float64 and in float32; when transformers is
-# installed, AutoModelForCausalLM.from_pretrained(trust_remote_code=True) must too. The
-# config.json is typed and the tokenizer_config.json says the model's context.
+# installed, AutoModelForCausalLM.from_pretrained(trust_remote_code=True) must too. `eval --hf`
+# of the folder gives eval's losses bit for bit. The config.json is typed and the
+# tokenizer_config.json says the model's context.
 set -euo pipefail
 bin=$1; python=$2; source_dir=$3; work=$4
 rm -rf "$work" && mkdir -p "$work/tokenizer" && cd "$work"
@@ -53,6 +54,11 @@ for case in "${cases[@]}"; do
   "$bin" export "runs/$name.h5" --format hf > "export_$name.log"
   "$bin" eval --weights "runs/$name.weights" --data 'data/val_*.npy' --windows $windows \
     --threads 1 --windows-csv "eval_$name.csv" > /dev/null
+  # DepthBench reads its own export back: the same design, the same losses bit for bit.
+  "$bin" eval --hf "runs/$name-hf" --data 'data/val_*.npy' --windows $windows \
+    --threads 1 --windows-csv "eval_hf_$name.csv" > /dev/null
+  cmp -s "eval_$name.csv" "eval_hf_$name.csv" ||
+    { echo "FAIL: eval --hf of the $name export differs from eval --weights"; exit 1; }
   echo "$name" >> names.txt
 done
 for file in depthbench_model.py configuration_depthbench.py modeling_depthbench.py; do
