@@ -141,6 +141,35 @@ for name in open("names.txt").read().split():
             failures.append("%s through transformers: %s" % (name, report[-1]))
     print("%-14s %-13s eval %.6f, max relative difference: %s" % (
         name, config.get("arch", "llama"), np.mean(evaluated), ", ".join(report)))
+# A model built without weights (transformers' from_config) starts by doc/parameters.md's
+# rules: given Pre-LN's backbone and norm ε = 0, HC with the paper's readout gives Pre-LN's
+# logits, and so does mHC with φ = 0 and Sinkhorn ε = 0 (then H_pre = 1/2, H_post = 1 and
+# H_res = J/n exactly); Block AttnRes with S = 1 is Full AttnRes; AttnRes queries are 0.
+module = shipped_module("runs/hc-hf")
+torch.manual_seed(0)
+shape = dict(n_layer=3, d_model=16, n_head=4, n_kv_head=2, vocab_size=23, norm_eps=0.0)
+build = lambda arch, **options: module.DepthBenchModel(
+    dict(shape, arch=arch, design_options=options)).double()
+pre_ln = build("pre_ln")
+tokens = torch.randint(0, 23, (2, 9))
+for model in (build("hc", hc_readout="sum_then_norm"), build("mhc", mhc_sinkhorn_eps=0),
+              build("attnres_block", attnres_block_size=1)):
+    backbone = pre_ln if model.settings.arch != "attnres_block" else build("attnres_full")
+    model.load_state_dict({n: t for n, t in backbone.state_dict().items()
+                           if n in model.state_dict()}, strict=False)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".phi"):
+                p.zero_()
+    with torch.no_grad():
+        diff = float((model(tokens) - backbone(tokens)).abs().max())
+    if not diff <= 1e-12:
+        failures.append("init: %s differs from %s by %g" % (model.settings.arch,
+                                                             backbone.settings.arch, diff))
+queries = [m.query for m in build("attnres_full").modules() if hasattr(m, "query")]
+if len(queries) != 2 * shape["n_layer"] or any(bool(q.any()) for q in queries):
+    failures.append("init: AttnRes queries are not all zero (%d of them)" % len(queries))
+print("from_config init: HC, mHC = Pre-LN, Block AttnRes (S = 1) = Full AttnRes at step 0")
 if transformers is None:
     print("transformers not installed: the AutoModelForCausalLM route is skipped")
 if failures:
