@@ -76,11 +76,11 @@ void write_tokenizer_config(const fs::path& from, const fs::path& to, int64_t co
     } catch (const Error& e) {
       throw Error(from.string() + ": " + e.what());
     }
-  } else {
-    // Without it AutoTokenizer picks the class from model_type (LLaMA's adds a BOS token); the
-    // generic fast tokenizer encodes exactly as tokenizer.json says, as `tokenize` did.
-    config["tokenizer_class"] = JsonValue(std::string("PreTrainedTokenizerFast"));
   }
+  // Without a class AutoTokenizer picks one from model_type (LLaMA's adds a BOS token, ours has
+  // none); the generic fast tokenizer encodes exactly as tokenizer.json says, as `tokenize` did.
+  if (!config.count("tokenizer_class"))
+    config["tokenizer_class"] = JsonValue(std::string("PreTrainedTokenizerFast"));
   config["model_max_length"] = JsonValue(double(context));
   std::ofstream out(to);
   out << json_text(JsonValue(std::move(config))) << "\n";
