@@ -1,9 +1,12 @@
-// LLaMA-family checkpoint folders in the Hugging Face layout (doc/export.md): config.json,
-// model.safetensors or a sharded model.safetensors.index.json, tokenizer files. Read for
-// `eval --hf` and `diagnose --hf`, written by `export --format hf` for Pre-LN runs. Such a model
-// is our Pre-LN design: RMSNorm pre-norm, SwiGLU, RoPE (both pair (i, i + head_dim/2), as HF's
-// rotate_half), GQA, optional per-head QK-norm (Qwen3) and tied embeddings. Every config field
-// that would change the forward pass beyond that is refused by name, never ignored.
+// Checkpoint folders in the Hugging Face layout (doc/export.md): config.json, model.safetensors
+// or a sharded model.safetensors.index.json, tokenizer files. Two kinds, both read (`eval --hf`,
+// `diagnose --hf`) and written (`export --format hf`):
+// - LLaMA-family folders, which are our Pre-LN design: RMSNorm pre-norm, SwiGLU, RoPE (both pair
+//   (i, i + head_dim/2), as HF's rotate_half), GQA, optional per-head QK-norm (Qwen3) and tied
+//   embeddings. Every config field that would change the forward pass beyond that is refused by
+//   name, never ignored. Pre-LN runs export as such a folder.
+// - our own export of every other design (model_type depthbench): our typed model fields, our
+//   tensor names below `model.`, and the Python modelling code transformers loads it with.
 #pragma once
 #include <cstdint>
 #include <string>
