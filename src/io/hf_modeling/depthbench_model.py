@@ -6,7 +6,7 @@ The equations are those of doc/architectures.md, whose section numbers the comme
 backbone, §1-§10 the designs); parameter names and layouts are doc/parameters.md's, and they
 are this module's state_dict keys.
 
-    from depthbench_model import load_export
+    from depthbench_model import load_export, lm_loss
     model = load_export("runs/demo-hf")        # or a --format safetensors folder
     logits = model(tokens)                     # tokens int64 [B, T] -> logits [B, T, V]
     loss = lm_loss(logits, tokens)             # what `depthbench eval` reports for a window
