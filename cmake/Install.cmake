@@ -14,6 +14,12 @@ set_source_files_properties(${PROJECT_SOURCE_DIR}/src/app/installed_files.cpp DI
                             DEPTHBENCH_SUITES_FROM_BIN="${suites_from_bin}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/input/ DESTINATION ${DEPTHBENCH_SHARE_DIR}/suites
         FILES_MATCHING PATTERN "*.ini")
+# `depthbench export --format hf` copies the modelling code of the designs from here.
+file(RELATIVE_PATH hf_modeling_from_bin /${CMAKE_INSTALL_BINDIR} /${DEPTHBENCH_SHARE_DIR}/hf_modeling)
+set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/app/installed_files.cpp DIRECTORY src APPEND
+             PROPERTY COMPILE_DEFINITIONS DEPTHBENCH_HF_MODELING_FROM_BIN="${hf_modeling_from_bin}")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/io/hf_modeling/ DESTINATION ${DEPTHBENCH_SHARE_DIR}/hf_modeling
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 
 # depthbench-report: one copy for the build tree (the clone's postprocess/), one for the prefix.
 set(REPORT_PACKAGE_PARENT "\"${PROJECT_SOURCE_DIR}\"")

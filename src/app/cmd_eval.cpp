@@ -84,7 +84,8 @@ int run_eval_command(int argc, char** argv) {
       "weights", po::value(&o.weights_file),
       "a weight file (NAME.weights, NAME.init.weights or NAME.ckpt, format 2) or a safetensors "
       "export of one")("hf", po::value(&hf_dir),
-                       "a LLaMA-family Hugging Face checkpoint folder instead (doc/export.md)")(
+                       "a Hugging Face checkpoint folder instead: LLaMA-family, or our own export "
+                       "(export --format hf) of any design (doc/export.md)")(
       "data", po::value(&o.data_globs)->multitoken()->required(),
       "token files or glob patterns, concatenated in order")(
       "windows", po::value(&o.first_windows), "evaluate the first N windows (default: all)")(

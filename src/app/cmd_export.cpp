@@ -1,6 +1,7 @@
 // `depthbench export RUN --format safetensors|hf` (doc/export.md): a run's weights for tools
-// outside DepthBench — every design's tensors by name in safetensors, or a Pre-LN run as a
-// Hugging Face LLaMA folder with the tokenizer the run's data was tokenized with.
+// outside DepthBench — every design's tensors by name in safetensors, or a Hugging Face folder
+// (a Pre-LN run as LLaMA, any other design with its modelling code) with the tokenizer the
+// run's data was tokenized with.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "app/command_line.hpp"
 #include "app/commands.hpp"
+#include "app/installed_files.hpp"
 #include "core/error.hpp"
 #include "data/shard_manifest.hpp"
 #include "io/hdf5_handle.hpp"
@@ -19,6 +21,8 @@
 #include "io/safetensors_weights.hpp"
 #include "io/stored_paths.hpp"
 #include "io/weights_source.hpp"
+#include "util/json_writer.hpp"
+#include "util/text_file.hpp"
 
 namespace db::app {
 namespace {
@@ -61,9 +65,33 @@ void ship_file(const fs::path& from, const fs::path& to) {
   std::printf("  %s (from %s)\n", to.filename().c_str(), from.c_str());
 }
 
+// tokenizer_config.json says how long an input the model takes (model_max_length): the
+// model's context, max_position_embeddings = the training seq_len, not what the tokenizer's
+// authors wrote for their own model.
+void write_tokenizer_config(const fs::path& from, const fs::path& to, int64_t context) {
+  JsonObject config;
+  if (!from.empty()) {
+    try {
+      config = parse_json(read_text_file(from.string())).as_object("tokenizer_config.json");
+    } catch (const Error& e) {
+      throw Error(from.string() + ": " + e.what());
+    }
+  }
+  // Without a class AutoTokenizer picks one from model_type (LLaMA's adds a BOS token, ours has
+  // none); the generic fast tokenizer encodes exactly as tokenizer.json says, as `tokenize` did.
+  if (!config.count("tokenizer_class"))
+    config["tokenizer_class"] = JsonValue(std::string("PreTrainedTokenizerFast"));
+  config["model_max_length"] = JsonValue(double(context));
+  std::ofstream out(to);
+  out << json_text(JsonValue(std::move(config))) << "\n";
+  DB_REQUIRE(out.flush(), "cannot write " + to.string());
+  std::printf("  %s (%s, model_max_length %lld)\n", to.filename().c_str(),
+              from.empty() ? "written" : ("from " + from.string()).c_str(), (long long)context);
+}
+
 // The tokenizer files in the layout transformers reads: tokenizer.json with its companions, or
 // GPT-2's encoder.json + vocab.bpe as vocab.json + merges.txt. Returns what is missing, if any.
-std::string copy_tokenizer(const std::string& spec, const fs::path& out) {
+std::string copy_tokenizer(const std::string& spec, const fs::path& out, int64_t context) {
   if (spec.empty()) return "the run's token files or their manifest.ini were not found";
   if (spec == "bytes") return "the run used the bytes tokenizer, which has no Hugging Face form";
   fs::path source = spec;
@@ -76,16 +104,11 @@ std::string copy_tokenizer(const std::string& spec, const fs::path& out) {
     return "";
   }
   ship_file(source, out / "tokenizer.json");
-  for (const char* companion : {"tokenizer_config.json", "special_tokens_map.json"})
-    if (fs::exists(source.parent_path() / companion))
-      ship_file(source.parent_path() / companion, out / companion);
-  if (!fs::exists(out / "tokenizer_config.json")) {
-    // Without it AutoTokenizer picks the class from model_type (LLaMA's adds a BOS token); the
-    // generic fast tokenizer encodes exactly as tokenizer.json says, as `tokenize` did.
-    std::ofstream config(out / "tokenizer_config.json");
-    config << "{\"tokenizer_class\": \"PreTrainedTokenizerFast\"}\n";
-    DB_REQUIRE(config.flush(), "cannot write " + (out / "tokenizer_config.json").string());
-  }
+  if (fs::exists(source.parent_path() / "special_tokens_map.json"))
+    ship_file(source.parent_path() / "special_tokens_map.json", out / "special_tokens_map.json");
+  const fs::path config = source.parent_path() / "tokenizer_config.json";
+  write_tokenizer_config(fs::exists(config) ? config : fs::path(), out / "tokenizer_config.json",
+                         context);
   return "";
 }
 
@@ -98,8 +121,9 @@ int run_export_command(int argc, char** argv) {
       "usage: depthbench export RUN --format safetensors|hf [--out DIR]\n\n"
       "RUN is a run file NAME.h5 (its final weights NAME.weights are exported) or a weight file\n"
       "(NAME.weights, NAME.init.weights, NAME.ckpt). safetensors: every tensor of any design by\n"
-      "name plus config.json. hf: a Pre-LN run as a Hugging Face LLaMA folder (config.json,\n"
-      "model.safetensors, the tokenizer files of the run's data).\n\noptions");
+      "name plus config.json. hf: a Hugging Face folder (config.json, model.safetensors, the\n"
+      "tokenizer files of the run's data): a Pre-LN run as LLaMA, any other design with its\n"
+      "modelling code for AutoModelForCausalLM (trust_remote_code=True).\n\noptions");
   described.add_options()("help,h", "print this help")("run", po::value(&run)->required(),
                                                        "the run file or weight file (positional)")(
       "format", po::value(&format)->required(), "safetensors | hf")(
@@ -127,12 +151,20 @@ int run_export_command(int argc, char** argv) {
     return 0;
   }
   const std::optional<data::ShardManifest> manifest = run_manifest(stem + ".h5");
-  write_hf_checkpoint(out, weights, manifest ? manifest->eod_id : -1);
-  std::printf("exported %s as a Hugging Face %s folder %s\n", weights_file.c_str(),
-              weights.model.qk_norm ? "Qwen3" : "LLaMA", out.c_str());
+  const bool llama = weights.model.arch == "pre_ln";
+  write_hf_checkpoint(out, weights, manifest ? manifest->eod_id : -1,
+                      llama ? "" : locate_hf_modeling());
+  if (llama)
+    std::printf("exported %s as a Hugging Face %s folder %s\n", weights_file.c_str(),
+                weights.model.qk_norm ? "Qwen3" : "LLaMA", out.c_str());
+  else
+    std::printf(
+        "exported %s (%s) as a Hugging Face folder %s with its modelling code: load it with "
+        "AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)\n",
+        weights_file.c_str(), weights.model.arch.c_str(), out.c_str());
   const std::string spec =
       tokenizer.empty() && manifest ? data::tokenizer_location(*manifest) : tokenizer;
-  const std::string missing = copy_tokenizer(spec, out);
+  const std::string missing = copy_tokenizer(spec, out, weights.seq_len);
   // The weights are out either way; a tokenizer that was not found can be added afterwards.
   if (!missing.empty()) std::printf("  no tokenizer files written: %s\n", missing.c_str());
   if (!missing.empty() && spec != "bytes")

@@ -5,10 +5,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "io/model_fields.hpp"
 #include "io/safetensors.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -242,6 +244,68 @@ std::string config_json(const Checkpoint& weights, int64_t eos_id) {
   return json + "\n}\n";
 }
 
+// config.json of a design other than pre_ln: our model fields (doc/parameters.md derives every
+// tensor shape from them) and what transformers needs to find the shipped code.
+std::string depthbench_config_json(const Checkpoint& weights, int64_t eos_id) {
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"architectures", "[\"DepthBenchForCausalLM\"]"},
+      {"model_type", "\"depthbench\""},
+      {"auto_map",
+       "{\"AutoConfig\": \"configuration_depthbench.DepthBenchConfig\", "
+       "\"AutoModelForCausalLM\": \"modeling_depthbench.DepthBenchForCausalLM\"}"},
+  };
+  for (const auto& member : model_json_members(weights.model)) fields.push_back(member);
+  fields.push_back({"max_position_embeddings", std::to_string(weights.seq_len)});
+  fields.push_back({"run_id", json_quote(weights.run_id)});
+  fields.push_back({"torch_dtype", "\"float32\""});
+  fields.push_back({"use_cache", "false"});
+  if (eos_id >= 0) {
+    fields.push_back({"bos_token_id", std::to_string(eos_id)});
+    fields.push_back({"eos_token_id", std::to_string(eos_id)});
+  }
+  std::string json = "{";
+  for (size_t i = 0; i < fields.size(); ++i)
+    json +=
+        std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " + fields[i].second;
+  return json + "\n}\n";
+}
+
+// A design option of our config.json back to the text of a weight file's design_options.
+std::string option_text(const JsonValue& value) {
+  if (value.is_null()) return "";
+  if (value.is_bool()) return value.as_bool() ? "true" : "false";
+  if (value.is_number()) return exact_number_text(value.as_number());
+  return value.as_string("design option");
+}
+
+// The model of our own config.json (a design other than pre_ln): the typed model fields
+// depthbench_config_json wrote; `context` receives max_position_embeddings.
+ModelConfig model_from_depthbench_config(const JsonValue& config, const std::string& source,
+                                         int64_t& context) {
+  const JsonValue* length = config.find("max_position_embeddings");
+  context = length
+                ? length->as_integer((source + ": max_position_embeddings").c_str(), 1, 1LL << 40)
+                : 2048;
+  return model_from_fields(
+      [&](const std::string& key, const FieldValue& kind) -> std::optional<FieldValue> {
+        const JsonValue* v = config.find(key);
+        if (!v) return std::nullopt;
+        const std::string what = source + ": " + key;
+        if (key == "design_options") {
+          std::string text;
+          for (const auto& [option, value] : v->as_object(what.c_str()))
+            text += (text.empty() ? "" : ";") + option + "=" + option_text(value);
+          return text;
+        }
+        if (std::holds_alternative<std::string>(kind)) return v->as_string(what.c_str());
+        if (std::holds_alternative<int64_t>(kind))
+          return v->is_bool() ? int64_t(v->as_bool())
+                              : int64_t(v->as_integer(what.c_str(), 0, 1LL << 40));
+        return v->as_number(what.c_str());
+      },
+      source);
+}
+
 }  // namespace
 
 ModelConfig model_from_hf_config(const JsonValue& config, const std::string& source,
@@ -293,7 +357,14 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   DB_REQUIRE(fs::is_directory(dir), "Hugging Face checkpoint folder " + dir + " not found");
   Checkpoint c;
   c.run_id = "hf:" + dir;
-  c.model = model_from_hf_config(read_json(dir + "/config.json"), dir + "/config.json", c.seq_len);
+  const std::string source = dir + "/config.json";
+  const JsonValue config = read_json(source);
+  const JsonValue* type = config.find("model_type");
+  // Our own export of a design other than pre_ln: our names below `model.`.
+  const bool ours = type && type->is_string() && type->as_string() == "depthbench";
+  c.model = ours ? model_from_depthbench_config(config, source, c.seq_len)
+                 : model_from_hf_config(config, source, c.seq_len);
+  auto name_of = [ours](const std::string& name) { return ours ? "model." + name : hf_name(name); };
   const std::map<std::string, std::string> files = tensor_files(dir);
   std::map<std::string, std::unique_ptr<SafetensorsFile>> opened;
   auto file_of = [&](const std::string& name) -> const SafetensorsFile& {
@@ -306,7 +377,7 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   c.params.resize(layout.storage_size());
   std::set<std::string> used;
   for (const ParameterSpec& spec : layout.specs()) {
-    const std::string name = hf_name(spec.name);
+    const std::string name = name_of(spec.name);
     DB_REQUIRE(files.count(name), dir + " has no tensor " + name);
     const SafetensorsFile& file = file_of(name);
     const std::vector<int64_t>& shape = file.entry(name).shape;
@@ -332,24 +403,35 @@ Checkpoint read_hf_checkpoint(const std::string& dir) {
   return c;
 }
 
-void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int64_t eos_id) {
+void write_hf_checkpoint(const std::string& dir, const Checkpoint& weights, int64_t eos_id,
+                         const std::string& modeling_dir) {
   const ModelConfig& m = weights.model;
-  DB_REQUIRE(m.arch == "pre_ln", "design " + m.arch +
-                                     " has no Hugging Face counterpart: only pre_ln runs export "
-                                     "to the LLaMA layout (--format safetensors keeps any design)");
+  const bool llama = m.arch == "pre_ln";  // the only design transformers implements itself
   DB_REQUIRE(weights.seq_len > 0,
              "the weights record no training seq_len for "
              "max_position_embeddings");
+  if (!llama)
+    for (const char* file : kHfModelingFiles)
+      DB_REQUIRE(fs::exists(fs::path(modeling_dir) / file),
+                 "design " + m.arch + " exports with its modelling code, but " + file +
+                     " was not found in '" + modeling_dir + "'");
   fs::create_directories(dir);
   const ParameterLayout layout = build_layout(m);
+  DB_REQUIRE(int64_t(weights.params.size()) == layout.storage_size(),
+             "weights do not match the model's parameter layout");
   std::vector<TensorView> tensors;
   for (const ParameterSpec& spec : layout.specs())
-    tensors.push_back({hf_name(spec.name), spec.shape, weights.params.data() + spec.offset});
+    tensors.push_back({llama ? hf_name(spec.name) : "model." + spec.name, spec.shape,
+                       weights.params.data() + spec.offset});
   // transformers refuses a safetensors file whose metadata does not name its framework.
   write_safetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
   std::ofstream out(dir + "/config.json");
-  out << config_json(weights, eos_id);
+  out << (llama ? config_json(weights, eos_id) : depthbench_config_json(weights, eos_id));
   DB_REQUIRE(out.flush(), "cannot write " + dir + "/config.json");
+  if (!llama)
+    for (const char* file : kHfModelingFiles)
+      fs::copy_file(fs::path(modeling_dir) / file, fs::path(dir) / file,
+                    fs::copy_options::overwrite_existing);
 }
 
 }  // namespace db

@@ -1,8 +1,12 @@
 #include "io/model_fields.hpp"
 
+#include <cmath>
+#include <cstdlib>
+
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "model/residual/registry.hpp"
+#include "util/json.hpp"
 
 namespace db {
 namespace {
@@ -21,7 +25,40 @@ std::map<std::string, std::string> parse_design_options(const std::string& text)
   return options;
 }
 
+// A design option's text as the JSON value it stands for.
+std::string option_json(const std::string& text) {
+  if (text == "true" || text == "false") return text;
+  if (text.empty() || text == "null") return "null";
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  const bool decimal = text.find_first_of("xXnN") == std::string::npos;  // no hex, inf, nan
+  if (decimal && end == text.c_str() + text.size() && std::isfinite(number))
+    return exact_number_text(number);
+  return json_quote(text);
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> model_json_members(const ModelConfig& m) {
+  std::vector<std::pair<std::string, std::string>> members;
+  for (const ModelField& field : model_fields(m)) {
+    std::string json;
+    if (field.key == "design_options") {
+      for (const DesignOption& o : find_design(m.arch).options)
+        json += std::string(json.empty() ? "" : ", ") + json_quote(o.key) + ": " +
+                option_json(m.option(o.key, o.default_value));
+      json = "{" + json + "}";
+    } else if (field.key == "qk_norm" || field.key == "tie_embeddings") {
+      json = std::get<int64_t>(field.value) ? "true" : "false";
+    } else if (const auto* text = std::get_if<std::string>(&field.value)) {
+      json = json_quote(*text);
+    } else {
+      json = field_text(field.value);
+    }
+    members.emplace_back(field.key, json);
+  }
+  return members;
+}
 
 std::vector<ModelField> model_fields(const ModelConfig& m) {
   return {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -30,6 +31,11 @@ std::vector<ModelField> model_fields(const ModelConfig& config);
 using FieldGetter =
     std::function<std::optional<FieldValue>(const std::string& key, const FieldValue& kind)>;
 ModelConfig model_from_fields(const FieldGetter& get, const std::string& source);
+
+// The same fields as typed JSON members of a config.json, (key, JSON text) in the order above:
+// qk_norm and tie_embeddings as booleans, design_options as an object whose values are
+// booleans, numbers, null (an empty value: derived) or strings ("auto", "layernorm").
+std::vector<std::pair<std::string, std::string>> model_json_members(const ModelConfig& config);
 
 // Field values as text (safetensors metadata holds strings only) and back; numbers round-trip
 // exactly.

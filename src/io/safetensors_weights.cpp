@@ -15,17 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string json_value(const FieldValue& value) {
-  if (const auto* s = std::get_if<std::string>(&value)) return json_quote(*s);
-  return field_text(value);
-}
-
 void write_config_json(const std::string& path, const Checkpoint& weights) {
   std::string json = "{\n  \"format\": " + json_quote(kSafetensorsWeightsFormat) +
                      ",\n  \"run_id\": " + json_quote(weights.run_id) +
                      ",\n  \"seq_len\": " + std::to_string(weights.seq_len);
-  for (const ModelField& field : model_fields(weights.model))
-    json += ",\n  " + json_quote(field.key) + ": " + json_value(field.value);
+  for (const auto& [key, value] : model_json_members(weights.model))
+    json += ",\n  " + json_quote(key) + ": " + value;
   std::ofstream out(path);
   out << json << "\n}\n";
   DB_REQUIRE(out.flush(), "cannot write " + path);

@@ -17,7 +17,8 @@
 #   4. sweep  2 ranks, --ranks-per-run 1: four tiny runs of different sizes, one finished
 #             before, complete (two groups that run different runs must not deadlock).
 #   5. hf     with transformers: our HF export of a trained Pre-LN run loads as
-#             LlamaForCausalLM and gives eval's losses; a tiny LLaMA and Qwen3 written by
+#             LlamaForCausalLM and gives eval's losses, an HC run loads through its shipped
+#             modelling code (trust_remote_code) and does too; a tiny LLaMA and Qwen3 written by
 #             save_pretrained give transformers' losses under `depthbench eval --hf`.
 #   6. speed  bench/gpu_speed.sh --short: depthbench bench (bf16) of Pre-LN and HC at 400M
 #             L = 24 and Pre-LN at L = 70, PyTorch eager and compiled on the same shape, Pre-LN
@@ -482,6 +483,21 @@ stage_hf() {
     row "hf export -> Llama" "$( (($? == 0)) && echo pass || echo FAIL)" "$(tail -1 "$LOGS/hf_export.log" | cut -c1-150)"
   else
     row "hf export -> Llama" FAIL "train/export/eval failed (logs/hf_train.log)"
+  fi
+  echo "== a trained HC run, exported to HF with its modelling code (trust_remote_code)"
+  if t "$DEPTHBENCH" train --model.arch hc --model.n_layer 2 --model.d_model 64 --model.n_head 4 \
+       --model.n_kv_head 2 --model.vocab_size 257 --train.backend "$BACKEND" --train.steps 30 \
+       --train.seq_len $seq --train.global_batch 8 --train.micro_batch 8 --train.learning_rate 3e-3 \
+       --train.val_windows 4 --data.train_files 'data/train_*.npy' --data.val_files "$val" \
+       --output.dir runs --output.name hc >"$LOGS/hf_hc.log" 2>&1 &&
+     t "$DEPTHBENCH" export runs/hc.h5 --format hf --out runs/hc-hf >>"$LOGS/hf_hc.log" 2>&1 &&
+     t "$DEPTHBENCH" eval --weights runs/hc.weights --data "$val" --windows $windows --seq-len $seq \
+       --backend "$BACKEND" --windows-csv ours_hc.csv >>"$LOGS/hf_hc.log" 2>&1; then
+    t "$PYTHON" "$HERE/hf_interop.py" losses runs/hc-hf --data "$val" --seq $seq --windows $windows \
+      --ours ours_hc.csv --expect DepthBenchForCausalLM >>"$LOGS/hf_hc.log" 2>&1
+    row "hf export -> remote code (hc)" "$( (($? == 0)) && echo pass || echo FAIL)" "$(tail -1 "$LOGS/hf_hc.log" | cut -c1-150)"
+  else
+    row "hf export -> remote code (hc)" FAIL "train/export/eval failed (logs/hf_hc.log)"
   fi
   echo "== tiny LLaMA and Qwen3 from save_pretrained, under depthbench eval --hf"
   if ! t "$PYTHON" "$HERE/hf_interop.py" tiny tiny --vocab 257 --seq $seq >"$LOGS/hf_tiny.log" 2>&1; then

@@ -9,10 +9,14 @@
       mean next-token loss of windows k = tokens[kT, (k+1)T) as `depthbench eval` defines them,
       and compares with the `loss` column of eval's --windows-csv: max relative difference
       within 1e-4 (float32 on both sides, different order of additions). Exit 1 otherwise.
+      A folder whose config.json has an auto_map (`depthbench export --format hf` of any design
+      but pre_ln) is loaded with trust_remote_code=True: its own modelling code.
 Exit status 77 when transformers is not installed.
 """
 import argparse
 import csv
+import json
+import os
 import sys
 
 import numpy as np
@@ -55,7 +59,10 @@ def cmd_losses(args):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     # No dtype argument (torch_dtype in 4.x, dtype in 5.x): the folders hold float32 already.
-    model = transformers.AutoModelForCausalLM.from_pretrained(args.folder).float()
+    with open(os.path.join(args.folder, "config.json")) as f:
+        remote_code = "auto_map" in json.load(f)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        args.folder, trust_remote_code=remote_code).float()
     if args.expect and type(model).__name__ != args.expect:
         print(f"FAIL: {args.folder} loads as {type(model).__name__}, expected {args.expect}")
         return 1

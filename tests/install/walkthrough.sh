@@ -21,7 +21,7 @@ cmake --install "$build_dir" --prefix "$prefix" > "$home/install.log"
 took "cmake --install"
 for installed in bin/depthbench bin/depthbench-report share/depthbench/suites/demo.ini \
                  share/depthbench/python/postprocess/__main__.py share/depthbench/README.md \
-                 share/depthbench/doc/user-guide.md; do
+                 share/depthbench/doc/user-guide.md share/depthbench/hf_modeling/modeling_depthbench.py; do
   test -e "$prefix/$installed" || fail "cmake --install did not install $installed"
 done
 export PATH=$prefix/bin:$PATH
@@ -88,4 +88,10 @@ mkdir -p "$home/elsewhere" && cd "$home/elsewhere"
 depthbench export "$home/project/$run" --format safetensors --out exported > export.log
 took "depthbench export"
 test -s exported/model.safetensors || fail "export from another folder wrote no model.safetensors"
+# An HC run as a Hugging Face folder ships the installed modelling code.
+hc_run=$(cd "$home/project" && ls runs/mine/mine__hc__*.h5)
+depthbench export "$home/project/$hc_run" --format hf --out exported-hf > export_hf.log
+cmp -s exported-hf/modeling_depthbench.py "$prefix/share/depthbench/hf_modeling/modeling_depthbench.py" ||
+  fail "export --format hf of an HC run did not ship the installed modelling code: $(cat export_hf.log)"
+took "depthbench export --format hf"
 echo "install walkthrough: ok (prefix $prefix)"

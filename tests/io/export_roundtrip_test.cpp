@@ -1,6 +1,8 @@
 // Exports read back bit for bit: every registered design through `--format safetensors`, Pre-LN
-// (with GQA, QK-norm, tied embeddings) through the Hugging Face layout; other designs are refused
-// by the HF writer; the safetensors reader converts F16/BF16/F64 exactly and refuses bad files.
+// (with GQA, QK-norm, tied embeddings) through the Hugging Face layout; every other design
+// exports to a Hugging Face folder with its modelling code, its tensors by name and a typed
+// config.json, and reads back from it bit for bit; the safetensors reader converts F16/BF16/F64
+// exactly and refuses bad files.
 #define BOOST_TEST_MODULE export_roundtrip
 #define BOOST_TEST_DYN_LINK
 #include <boost/test/unit_test.hpp>
@@ -11,11 +13,14 @@
 
 #include "core/error.hpp"
 #include "io/hf_checkpoint.hpp"
+#include "io/model_fields.hpp"
 #include "io/safetensors.hpp"
 #include "io/safetensors_weights.hpp"
 #include "io/weights_source.hpp"
 #include "model/model.hpp"
 #include "model/residual/registry.hpp"
+#include "util/json.hpp"
+#include "util/text_file.hpp"
 
 using namespace db;
 
@@ -123,15 +128,74 @@ BOOST_AUTO_TEST_CASE(hf_export_of_pre_ln_round_trips_bit_for_bit) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(hf_export_refuses_other_designs_by_name) {
+BOOST_AUTO_TEST_CASE(hf_export_of_other_designs_ships_modelling_code_and_our_tensors) {
+  const std::string modeling = std::string(DEPTHBENCH_SOURCE_DIR) + "/src/io/hf_modeling";
   for (const DesignInfo& design : all_designs()) {
     if (design.name == "pre_ln") continue;
     const Checkpoint weights = random_weights(tiny(design.name), 1);
-    BOOST_CHECK_EXCEPTION(
-        write_hf_checkpoint(kWork + "/refused", weights, -1), Error, [&](const Error& e) {
-          return std::string(e.what()).find("design " + design.name) != std::string::npos;
-        });
+    const std::string dir = kWork + "/hf_" + design.name;
+    write_hf_checkpoint(dir, weights, 5, modeling);
+    BOOST_TEST_CONTEXT(design.name) {
+      for (const char* file : kHfModelingFiles)
+        BOOST_TEST(std::filesystem::exists(dir + "/" + file), file);
+      // Our names below `model.` (the wrapper holds the model as `self.model`), values as stored.
+      const SafetensorsFile file(dir + "/model.safetensors");
+      const ParameterLayout layout = build_layout(weights.model);
+      BOOST_TEST(file.tensors().size() == layout.specs().size());
+      for (const ParameterSpec& spec : layout.specs()) {
+        BOOST_TEST(file.entry("model." + spec.name).shape == spec.shape, spec.name);
+        const std::vector<float> values = file.read_float("model." + spec.name);
+        BOOST_TEST(std::memcmp(values.data(), weights.params.data() + spec.offset,
+                               values.size() * sizeof(float)) == 0,
+                   spec.name);
+      }
+      const JsonValue config = parse_json(read_text_file(dir + "/config.json"));
+      BOOST_TEST(config.find("model_type")->as_string() == "depthbench");
+      BOOST_TEST(config.find("arch")->as_string() == design.name);
+      BOOST_TEST(config.find("auto_map")->find("AutoModelForCausalLM")->as_string() ==
+                 "modeling_depthbench.DepthBenchForCausalLM");
+      BOOST_TEST(config.find("qk_norm")->is_bool());
+      BOOST_TEST(config.find("n_kv_head")->as_number() == 2);
+      BOOST_TEST(config.find("max_position_embeddings")->as_number() == 24);
+      BOOST_TEST(config.find("eos_token_id")->as_number() == 5);
+      BOOST_TEST(config.find("design_options")->as_object().size() == design.options.size());
+      // `eval --hf` and `diagnose --hf` read it back as the same design, bit for bit (option
+      // values compare as their JSON: 1e-6 comes back as 1e-06).
+      const Checkpoint read = read_hf_checkpoint(dir);
+      BOOST_TEST(read.model.arch == design.name);
+      BOOST_TEST(model_json_members(read.model) == model_json_members(weights.model));
+      BOOST_TEST(read.seq_len == weights.seq_len);
+      BOOST_TEST(bitwise_equal(read.params, weights.params));
+    }
   }
+  // Without the modelling code there is nothing to load the folder with: refused by name.
+  BOOST_CHECK_EXCEPTION(
+      write_hf_checkpoint(kWork + "/refused", random_weights(tiny("hc"), 1), -1, kWork), Error,
+      [](const Error& e) {
+        return std::string(e.what()).find("modeling_depthbench.py") != std::string::npos ||
+               std::string(e.what()).find("depthbench_model.py") != std::string::npos;
+      });
+}
+
+BOOST_AUTO_TEST_CASE(config_json_design_options_are_typed) {
+  ModelConfig config = tiny("mhc");
+  config.design_options["mhc_identity_init"] = "true";
+  auto options = [](const ModelConfig& c) {
+    for (const auto& [key, json] : model_json_members(c))
+      if (key == "design_options") return json;
+    return std::string();
+  };
+  BOOST_TEST(options(config) ==
+             R"({"mhc_streams": 4, "mhc_sinkhorn_iters": 20, "mhc_sinkhorn_eps": 1e-06, )"
+             R"("mhc_identity_init": true})");
+  BOOST_TEST(
+      options(tiny("deepnorm")) ==
+      R"({"deepnorm_alpha": "auto", "deepnorm_beta": "auto", "deepnorm_norm": "layernorm"})");
+  BOOST_TEST(options(tiny("attnres_block")) ==
+             R"({"attnres_blocks": 8, "attnres_block_size": null})");
+  BOOST_TEST(options(tiny("pre_ln")) == "{}");
+  for (const auto& [key, json] : model_json_members(tiny("hc")))
+    if (key == "qk_norm" || key == "tie_embeddings") BOOST_TEST(json == "false");
 }
 
 BOOST_AUTO_TEST_CASE(half_precision_tensors_convert_exactly) {

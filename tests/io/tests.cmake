@@ -13,3 +13,11 @@ if(TARGET depthbench AND SYSTEM_PYTHON)
                    ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/export_elsewhere)
   set_tests_properties(io.export_elsewhere PROPERTIES LABELS "io" TIMEOUT 300)
 endif()
+# Every design's `export --format hf` loads through the shipped modelling code (torch only; and
+# AutoModelForCausalLM when transformers is installed) and gives `eval`'s window losses.
+if(TARGET depthbench AND SYSTEM_PYTHON)
+  add_test(NAME io.hf_designs
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/hf_designs.sh $<TARGET_FILE:depthbench>
+                   ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/hf_designs)
+  set_tests_properties(io.hf_designs PROPERTIES LABELS "io;train" TIMEOUT 300)
+endif()
