@@ -13,3 +13,4 @@ endif()
 find_package(Boost 1.74 REQUIRED COMPONENTS context)
 set(DEPTHBENCH_HAVE_CUDNN ON)
 message(STATUS "DepthBench: CUDA backend on the emulated device (headers ${CUDA_EMULATION_TOOLKIT_INCLUDE})")
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)  # tests/emulation/planted_defects.py rebuilds planted sources with them

@@ -35,12 +35,12 @@ struct DeviceRadixSort {
         if (width < int(sizeof(Key) * 8)) b &= Bits((Bits(1) << width) - 1);
         return b;
       };
-      std::vector<int> order(size_t(count));
+      std::vector<int> order(static_cast<size_t>(count));
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
                        [&](int a, int b) { return radix(keys_in[a]) < radix(keys_in[b]); });
-      std::vector<Key> keys(size_t(count));
-      std::vector<Value> values(size_t(count));
+      std::vector<Key> keys(static_cast<size_t>(count));
+      std::vector<Value> values(static_cast<size_t>(count));
       for (int i = 0; i < count; ++i) keys[i] = keys_in[order[i]], values[i] = values_in[order[i]];
       std::copy(keys.begin(), keys.end(), keys_out);
       std::copy(values.begin(), values.end(), values_out);
