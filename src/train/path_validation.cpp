@@ -92,6 +92,14 @@ Difference compare_micro_batches(const MicroBatchResult& candidate,
   Difference d;
   d.loss = relative(candidate.loss, reference.loss);
   d.grad_norm = relative(candidate.grad_norm, reference.grad_norm);
+  // A tensor whose gradient nearly cancels (a bias summed over every token) has a tiny norm that
+  // rounding alone moves by a large fraction: its difference is measured against 1% of a typical
+  // tensor's gradient norm, ‖G‖₂ / √(tensors), when its own is smaller.
+  double total = 0;
+  for (const std::vector<float>& g : reference.grads)
+    for (float x : g) total += double(x) * x;
+  const double floor =
+      reference.grads.empty() ? 0 : 1e-2 * std::sqrt(total / double(reference.grads.size()));
   for (size_t t = 0; t < reference.grads.size(); ++t) {
     double diff = 0, norm = 0;
     const std::vector<float>& a = candidate.grads[t];
@@ -100,7 +108,8 @@ Difference compare_micro_batches(const MicroBatchResult& candidate,
       diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
       norm += double(b[i]) * b[i];
     }
-    const double r = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+    const double scale = std::max(std::sqrt(norm), floor);
+    const double r = scale > 0 ? std::sqrt(diff) / scale : std::sqrt(diff);
     if (!(r <= d.largest_tensor)) {  // a NaN is the largest difference of all
       d.largest_tensor = std::isnan(r) ? INFINITY : r;
       d.worst_tensor = reference.names[t];
@@ -129,10 +138,11 @@ double path_tolerance(const std::string& path) {
   // doc/cuda.md, "Fast paths validated before the first step": bf16 attention against the fp32
   // kernel differs by bf16's rounding of q, k, v and P (≈ 2⁻⁹ per element, averaging out over a
   // gradient tensor's norm); a fast path scaled by 1.01 must fail. bf16 storage rounds every
-  // stored activation (7.5e-3 measured on the CPU at a tiny shape: path_validation_test). The fused kernels compute the same sums in another order; a replayed
+  // stored activation: up to 2.7e-2 measured on the CPU at a tiny shape (Sandwich-LN's norm
+  // gains, `depthbench selftest --backend cpu`), twice that allowed. The fused kernels compute the same sums in another order; a replayed
   // graph launches the same kernels on the same data (the same bits).
   if (path.rfind("attention", 0) == 0) return 5e-3;
-  if (path == "bf16 storage") return 3e-2;
+  if (path == "bf16 storage") return 6e-2;
   if (path == "fused kernels") return 1e-4;
   if (path == "cuda graphs") return 1e-6;
   throw Error("validation: no tolerance for path '" + path + "'");

@@ -42,8 +42,9 @@ struct MicroBatchResult {
 };
 
 // A candidate against the reference: the relative differences of loss and gradient norm and the
-// largest relative difference of one gradient tensor, ‖a − b‖₂ / ‖b‖₂ (a tensor whose reference
-// gradient is zero compares by ‖a‖₂ alone).
+// largest relative difference of one gradient tensor, ‖a − b‖₂ / ‖b‖₂, where ‖b‖₂ is at least 1%
+// of a typical tensor's gradient norm (‖G‖₂ / √tensors: a nearly cancelling gradient, such as a
+// bias's, is not measured against its own tiny norm).
 struct Difference {
   double loss = 0;
   double grad_norm = 0;
