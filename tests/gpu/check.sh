@@ -4,7 +4,8 @@
 # 8 minutes on one H200):
 #   1. env    GPU, driver, CUDA, which cuBLAS/NCCL/cuDNN, Python packages; the programs start
 #             and mpirun starts 2 ranks. Without a GPU the check stops here ("no GPU", exit 3).
-#   2. ops    the gpu test programs (ops and every design's model against the CPU backend, the
+#   2. ops    `depthbench selftest --backend cuda` (every design and attention path against the
+#             CPU in double), then the gpu test programs (ops and every design's model against the CPU backend, the
 #             cuDNN attention against the reference kernel: cudnn_attention_test; MoDA on
 #             cuDNN and flash against the MoDA kernel: moda_fast_attention_test) with
 #             CUDA_LAUNCH_BLOCKING=1, so that a kernel fault names its kernel (not the programs
@@ -70,7 +71,7 @@ exec 3>&1  # progress lines go to the terminal also while a stage's output goes 
 # run (STAGES) add up to it; STAGES=scale alone gets the whole budget. SANITIZE=1 takes its time
 # from the scale and speed stages. Each is what the stage was measured or counted to need, with
 # a margin (doc/cuda.md, "The stage limits"): env ≈ 8 s (4 s measured without a GPU); ops
-# ≈ 135 s (18 programs: ≈ 3 s of process, context and library start each, the cuDNN plans of
+# ≈ 150 s (the selftest ≈ 15 s; 18 programs: ≈ 3 s of process, context and library start each, the cuDNN plans of
 # ≈ 30 shapes at 1–2 s, one build per process and shape); sweep ≈ 15 s (5 s measured with
 # CHECK_BACKEND=cpu, 3 mpirun starts with a CUDA context per rank); hf ≈ 25 s (6 s of CPU time
 # measured for train, export and eval, one Python process with torch and transformers); scale
@@ -353,8 +354,27 @@ most_informative_first() {
 # The programs that capture CUDA graphs: CUDA_LAUNCH_BLOCKING=1 makes every capture fail (the
 # synchronisation after each launch), so they run without it (doc/cuda.md, "CUDA graphs").
 GRAPH_PROGRAMS=" cuda_graphs_test cuda_bf16_storage_graphs_test cuda_bf16_weight_copy_test "
+# depthbench selftest (doc/cuda.md): every design and attention path against the CPU in double,
+# from the installed program alone; its verdict line gives the row and the worst ratio.
+ops_selftest() {
+  CAP_S=$PROGRAM_S t "$DEPTHBENCH" selftest --backend cuda >"$LOGS/selftest.log" 2>&1
+  local rc=$? verdict
+  tail -3 "$LOGS/selftest.log"
+  verdict=$(grep -m1 "^verdict:" "$LOGS/selftest.log" | sed 's/worst error\/tolerance/error\/bound/')
+  if stage_time_spent $rc; then
+    row "ops selftest" skipped "stage time spent (logs/selftest.log)"
+  elif timed_out $rc; then
+    echo "timed out after ${PROGRAM_S}s (PROGRAM_S): a hang?" >>"$LOGS/selftest.log"
+    row "ops selftest" FAIL "timed out (at most ${PROGRAM_S}s; a hang?)" "$LOGS/selftest.log"
+  else
+    row "ops selftest" "$( ((rc == 0)) && echo pass || echo FAIL)" "${verdict:-no verdict (rc $rc)}" \
+      "$LOGS/selftest.log"
+  fi
+}
+
 stage_ops() {
   export CUDA_LAUNCH_BLOCKING=1
+  ops_selftest
   if [[ -n $BUNDLE ]]; then
     local test rc blocking
     for test in $(most_informative_first $TESTS); do

@@ -43,7 +43,9 @@ stub "$WORK/fakebin/nvidia-smi" 'case "$1" in
   --query-gpu=*) echo "Fake H200, 143771 MiB, 580.00" ;;
   *) echo "| NVIDIA-SMI 580.00   Driver Version: 580.00   CUDA Version: 13.0 |" ;;
 esac'
-stub "$R/bin/depthbench" 'echo "depthbench (stub)"'
+stub "$R/bin/depthbench" 'if [ "$1" = selftest ]; then
+  echo "verdict: pass — 40 passed, 0 failed, 2 skipped; worst error/tolerance 0.3"; exit 0; fi
+echo "depthbench (stub)"'
 cp "$R/bin/depthbench" "$R/libexec/depthbench"
 stub "$R/bin/mpirun" 'exit 0'
 stub "$R/bin/b_pass_test" '[ "$CUDA_LAUNCH_BLOCKING" = 1 ] || { echo "error: CUDA_LAUNCH_BLOCKING unset"; exit 1; }
@@ -103,8 +105,10 @@ check "the summary says the check finished" \
   summary_has "$OUT1/gpu_check_summary.txt" "^state: finished, exit status 1"
 check "the graph program runs without CUDA_LAUNCH_BLOCKING" \
   summary_has "$OUT1/gpu_check_summary.txt" "ops cuda_bf16_storage_graphs_test +\| pass"
-check "the stage table: ops FAIL, 2 passed, 2 failed, worst error/bound 0.1" \
-  summary_has "$OUT1/gpu_check_summary.txt" "^ops +\| FAIL +\| 2 / 2 / 0 +\| 0\.1$"
+check "the selftest row comes first in the ops stage, with its verdict" \
+  summary_has "$OUT1/gpu_check_summary.txt" "ops selftest +\| pass +\| verdict: pass — 40 passed"
+check "the stage table: ops FAIL, 3 passed, 2 failed, worst error/bound 0.3 (the selftest's)" \
+  summary_has "$OUT1/gpu_check_summary.txt" "^ops +\| FAIL +\| 3 / 2 / 0 +\| 0\.3$"
 check "the stage table: env pass" summary_has "$OUT1/gpu_check_summary.txt" "^env +\| pass +\| 1 / 0 / 0"
 check "the failure list names the failing program's log and its first error line" \
   summary_has "$OUT1/gpu_check_summary.txt" "^  ops c_fail_test: logs/c_fail_test.log: c_fail_test.cpp\(12\): error: .*a deliberate failure"
@@ -136,7 +140,7 @@ check "after SIGKILL the summary says the check did not finish" \
 check "after SIGKILL the archive holds the logs written before it" \
   archive_has "$OUT2/gpu_check_logs.tar.gz" logs/b_pass_test.log
 check "after SIGKILL the stage table shows the running stage unfinished" \
-  summary_has "$OUT2/gpu_check_summary.txt" "^ops +\| unfinished +\| 1 / 0 / 0"
+  summary_has "$OUT2/gpu_check_summary.txt" "^ops +\| unfinished +\| 2 / 0 / 0"
 
 # 3. The stage's time runs out: the program cut by the stage's end and the one after it (no time
 # left) are "skipped: stage time spent", not FAIL; the check passes. The ops stage gets about
@@ -153,7 +157,7 @@ check "the program cut by the stage's end is skipped: stage time spent" \
 check "the program that found no time left is skipped: stage time spent" \
   summary_has "$OUT3/gpu_check_summary.txt" "ops b_pass_test +\| skipped +\| stage time spent"
 check "the stage table counts them as skipped" \
-  summary_has "$OUT3/gpu_check_summary.txt" "^ops +\| pass +\| 1 / 0 / 2"
+  summary_has "$OUT3/gpu_check_summary.txt" "^ops +\| pass +\| 2 / 0 / 2"
 check "no failure is listed" bash -c "! grep -q '^failures' '$OUT3/gpu_check_summary.txt'"
 
 # 4. The hf stage: one Python process for every comparison, one row each.
