@@ -139,8 +139,9 @@ double path_tolerance(const std::string& path) {
   // kernel differs by bf16's rounding of q, k, v and P (≈ 2⁻⁹ per element, averaging out over a
   // gradient tensor's norm); a fast path scaled by 1.01 must fail. bf16 storage rounds every
   // stored activation: up to 2.7e-2 measured on the CPU at a tiny shape (Sandwich-LN's norm
-  // gains, `depthbench selftest --backend cpu`), twice that allowed. The fused kernels compute the same sums in another order; a replayed
-  // graph launches the same kernels on the same data (the same bits).
+  // gains, `depthbench selftest --backend cpu`), twice that allowed. The fused kernels compute the
+  // same sums in another order; a replayed graph launches the same kernels on the same data (the
+  // same bits).
   if (path.rfind("attention", 0) == 0) return 5e-3;
   if (path == "bf16 storage") return 6e-2;
   if (path == "fused kernels") return 1e-4;
