@@ -214,10 +214,11 @@ PathValidation validate_fast_paths(const RunConfig& config, const Backend& backe
     if (mode == ValidateMode::strict) {
       c.decision = "refused (strict)";
       v.checks.push_back(c);
+      char tolerance[32];
+      std::snprintf(tolerance, sizeof tolerance, "%.1e", c.tolerance);
       throw Error("train.validate = strict: " + path +
-                  " differs from the reference paths on the "
-                  "first micro-batch (" +
-                  why + "; tolerance " + std::to_string(c.tolerance) + "): run refused");
+                  " differs from the reference paths on the first micro-batch (" + why +
+                  "; tolerance " + tolerance + "): run refused");
     }
     c.decision = "switched off: " + instead;
     v.fell_back = true;
