@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import figures as figs
-from . import findings, names, tables
+from . import findings, names, path_validation, tables
 from .cross_scale import cross_scale_table
 from .diagnostics_summary import diagnostics_summary_table
 from .isobackbone import isobackbone_figure, isobackbone_table
@@ -145,6 +145,9 @@ def build_report(runs_dir: str | os.PathLike, out_dir: str | os.PathLike, pdf: b
     sections = [found] + ours if findings.any_tested(results) else ours + [found]
     status = tables.run_status_table(runset)
     sections.append(Section("Runs not counted", [status]))
+    fell_back = path_validation.fell_back_table(runset.runs)
+    if fell_back is not None:
+        sections.append(Section("Runs that fell back from a fast path", [fell_back]))
     for t in (t for s in sections for t in s.tables):
         t.write(out / "tables")
 

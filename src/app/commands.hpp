@@ -13,5 +13,6 @@ int run_diagnose_command(int argc, char** argv);
 int run_eval_command(int argc, char** argv);
 int run_export_command(int argc, char** argv);
 int run_designs_command(int argc, char** argv);
+int run_selftest_command(int argc, char** argv);
 
 }  // namespace db::app

@@ -32,6 +32,8 @@ const Command kCommands[] = {
     {"export", db::app::run_export_command, "write a run's weights as safetensors or for HF",
      false},
     {"designs", db::app::run_designs_command, "list the residual designs and their options", false},
+    {"selftest", db::app::run_selftest_command,
+     "parity checks of every design and path against the CPU in double", true},
 };
 
 // --help only prints: no MPI start-up (about 0.9 s) for it.

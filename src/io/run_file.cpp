@@ -122,6 +122,43 @@ void RunFile::set_final(const std::string& name, double value) {
                     [&](hid_t attr) { H5_CHECK(H5Awrite(attr, H5T_NATIVE_DOUBLE, &value)); });
 }
 
+namespace {
+// The group at `path` ("a/b"), each missing group on the way created.
+H5Handle open_or_create_group(hid_t file, const std::string& path) {
+  for (size_t end = 0; end != std::string::npos;) {
+    end = path.find('/', end + 1);
+    const std::string part = path.substr(0, end);
+    if (H5_CHECK(H5Lexists(file, part.c_str(), H5P_DEFAULT)) <= 0)
+      H5Handle(H5_CHECK(H5Gcreate2(file, part.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+               H5Gclose);
+  }
+  return open_group(file, path.c_str());
+}
+}  // namespace
+
+void RunFile::set_group_attribute(const std::string& group, const std::string& name,
+                                  const std::string& value) {
+  H5Handle g = open_or_create_group(file_.get(), group);
+  H5Handle type = string_type();
+  replace_attribute(g.get(), name, type.get(), [&](hid_t attr) {
+    const char* text = value.c_str();
+    H5_CHECK(H5Awrite(attr, type.get(), &text));
+  });
+}
+
+void RunFile::set_group_attribute(const std::string& group, const std::string& name,
+                                  int64_t value) {
+  H5Handle g = open_or_create_group(file_.get(), group);
+  replace_attribute(g.get(), name, H5T_NATIVE_INT64,
+                    [&](hid_t attr) { H5_CHECK(H5Awrite(attr, H5T_NATIVE_INT64, &value)); });
+}
+
+void RunFile::set_group_attribute(const std::string& group, const std::string& name, double value) {
+  H5Handle g = open_or_create_group(file_.get(), group);
+  replace_attribute(g.get(), name, H5T_NATIVE_DOUBLE,
+                    [&](hid_t attr) { H5_CHECK(H5Awrite(attr, H5T_NATIVE_DOUBLE, &value)); });
+}
+
 void RunFile::set_final_series(const std::string& name, const std::vector<double>& values) {
   H5Handle group = open_group(file_.get(), "final");
   if (H5_CHECK(H5Lexists(group.get(), name.c_str(), H5P_DEFAULT)))

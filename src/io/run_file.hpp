@@ -33,6 +33,12 @@ class RunFile {
   void set_attribute(const std::string& name, int64_t value);
   void set_attribute(const std::string& name, double value);
   void set_final(const std::string& name, double value);  // attribute of /final
+  // An attribute of the group at `group` ("validation", "validation/check_0"), created with the
+  // groups above it when missing.
+  void set_group_attribute(const std::string& group, const std::string& name,
+                           const std::string& value);
+  void set_group_attribute(const std::string& group, const std::string& name, int64_t value);
+  void set_group_attribute(const std::string& group, const std::string& name, double value);
   // A float64 dataset /final/NAME (replaced if present).
   void set_final_series(const std::string& name, const std::vector<double>& values);
 

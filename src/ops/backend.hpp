@@ -41,6 +41,10 @@ class Backend {
   // What a run file records about it (`device_name` and backend-specific attributes).
   virtual std::string device_name() const = 0;
   virtual std::vector<std::pair<std::string, std::string>> properties() const = 0;
+  // Whether its ops have fast paths beside the reference ones (attention kernels, bf16 storage,
+  // fused kernels, graph replay) that a run checks before its first step
+  // (train/path_validation.hpp); the CPU's ops are the reference.
+  virtual bool has_fast_paths() const { return false; }
 
   // --- start-up -------------------------------------------------------------------------------
   // First thing in main(), before MPI starts; may re-execute the program (the CPU backend picks

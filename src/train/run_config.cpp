@@ -14,6 +14,7 @@
 #include "model/recompute.hpp"
 #include "model/residual/registry.hpp"
 #include "ops/backend.hpp"
+#include "train/path_validation.hpp"
 
 namespace db {
 namespace po = boost::program_options;
@@ -270,6 +271,17 @@ std::vector<Key> keys_of(RunConfig& c) {
          c.state_dtype = t;
        },
        [&c] { return c.state_dtype; }},
+      {"train.validate",
+       std::string("check the fast paths a GPU run uses (attention, bf16 storage, fused kernels, "
+                   "CUDA graphs) against the reference paths on its first micro-batch: ") +
+           validate_mode_choices() +
+           " (on: a path out of tolerance is switched off, with one line; strict: the run is "
+           "refused; the CPU has only reference paths)",
+       [&c](const std::string& t) {
+         parse_validate_mode(t);  // a bad value fails here, before anything runs
+         c.validate = t;
+       },
+       [&c] { return c.validate; }},
       list_key("data.train_files", c.data.train_files, "training token files (globs)"),
       list_key("data.val_files", c.data.val_files, "validation token files (globs)"),
       text_key("data.format", c.data.format, "auto | olmo | npy | llmc"),
@@ -393,8 +405,8 @@ std::string RunConfig::derived_name() const {
 }
 
 OpsOptions RunConfig::ops_options() const {
-  return {parse_precision(precision), parse_attention_path(attention),
-          parse_cuda_graphs(cuda_graphs), parse_activation_dtype(activation_dtype),
+  return {parse_precision(precision),         parse_attention_path(attention),
+          parse_cuda_graphs(cuda_graphs),     parse_activation_dtype(activation_dtype),
           parse_fused_kernels(fused_kernels), parse_state_dtype(state_dtype)};
 }
 

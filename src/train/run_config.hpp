@@ -46,6 +46,9 @@ struct RunConfig {
   std::string fused_kernels = "on";
   // What the designs' own state is rounded to between sublayers: fp32 | bf16 (ops_options.hpp)
   std::string state_dtype = "fp32";
+  // Fast paths checked against the reference on the first micro-batch: on | off | strict
+  // (train/path_validation.hpp)
+  std::string validate = "on";
   std::string out_dir = "runs";
   std::string name;  // run name; empty = derived from suite, design, shape, lr
 

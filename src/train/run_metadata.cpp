@@ -45,6 +45,7 @@ bool changes_results(const std::string& ini_line) {
       // The same kernels on the same data, launched from a recorded graph (doc/cuda.md).
       "cuda_graphs ",
       "fused_kernels ",  // the same math in fewer kernels (doc/performance.md, lever 3)
+      "validate ",       // a check before the first step; what it decides is in `validation`
       // bf16 storage rounds what it stores, so an explicit choice is part of the experiment;
       // the default leaves the identities of runs made before the key existed unchanged.
       "activation_dtype = auto",

@@ -24,6 +24,7 @@
 #include "train/adamw.hpp"
 #include "train/gradient_buckets.hpp"
 #include "train/memory_estimate.hpp"
+#include "train/path_validation.hpp"
 #include "train/run_metadata.hpp"
 #include "train/stop_signal.hpp"
 #include "util/file_copy.hpp"
@@ -122,15 +123,17 @@ void record_failure(const RunConfig& config, int ranks, const std::string& reaso
 
 class TrainingRun {
  public:
-  // backend: started (its device chosen) at start-up.
+  // backend: started (its device chosen) at start-up. validation: the fast paths checked before
+  // the first step; the model runs with the options it kept.
   TrainingRun(const RunConfig& config, const Communicator& comm, bool verbose,
-              const Backend& backend)
+              const Backend& backend, PathValidation validation)
       : config_(config),
         comm_(comm),
         verbose_(verbose && comm.rank() == 0),
+        validation_(std::move(validation)),
         paths_(RunPaths::of(config)),
         log_(nullptr, &close_log),
-        model_(config.model, backend, config.ops_options()),
+        model_(config.model, backend, validation_.options),
         optimizer_(model_.layout(), config.recipe, model_.space()),
         backend_(backend),
         reducer_(backend.make_gradient_reducer(comm)),
@@ -181,6 +184,7 @@ class TrainingRun {
   }
 
   bool verbose_;
+  PathValidation validation_;
   RunPaths paths_;
   std::unique_ptr<std::FILE, void (*)(std::FILE*)> log_;
   bool log_tried_ = false;
@@ -278,6 +282,7 @@ void TrainingRun::start_or_resume() {
   }
   if (rank0()) {
     write_run_metadata(*file_, config_, comm_.size(), /*resumed=*/start_step_ > 0, &backend_);
+    record_path_validation(*file_, validation_);
     file_->set_attribute("gradient_reduction", reduction_description(*reducer_, buckets_.get(),
                                                                      config_.reduce_bucket_mb));
     file_->set_attribute("status", std::string("running"));
@@ -602,7 +607,8 @@ TrainResult train_run(const RunConfig& config, const Communicator& comm, bool ve
                                  backend->set_host_threads(threads);
                                  config.ops_options();  // before any file is made
                                  check_memory(config, *backend, comm.size());
-                                 run.emplace(config, comm, verbose, *backend);
+                                 run.emplace(config, comm, verbose, *backend,
+                                             validate_run_paths(config, *backend, comm));
                                }));
   if (!fault) fault = capture_fault([&] { result = run->run(); });
   // The next run of a sweep (another shape, perhaps) starts with the device's memory free.

@@ -11,6 +11,7 @@
 
 #include "gpu/gpu_support.hpp"
 #include "ops/cuda/attention_paths.hpp"
+#include "ops/cuda/cudnn_attention.hpp"
 #include "ops/cuda/flash_attention.hpp"
 
 using namespace db;
@@ -149,6 +150,31 @@ BOOST_AUTO_TEST_CASE(cudnn_accepts_the_graph_descriptors_without_a_gpu) {
       BOOST_TEST(message.find("lib.Create") != std::string::npos);
     }
   }
+}
+
+// One plan cache per process and device: a second ops object (another model, test case or
+// sweep run) finds the shape's plans (or its refusal) and builds no graph again. Runs with and
+// without a GPU: without one the cached entry is the refusal at the handle.
+BOOST_AUTO_TEST_CASE(a_shape_is_planned_once_per_process_whatever_the_number_of_ops_objects) {
+  const AttentionShape s{1, 96, 4, 2, 64};
+  const int64_t before = cuda::CudnnAttention::graph_builds_in_process();
+  std::string first, second;
+  {
+    cuda::CudnnAttention a;
+    first = a.prepare(s);
+  }
+  if (first.find("cuDNN unavailable") != std::string::npos) {
+    BOOST_TEST_MESSAGE("no cuDNN library here: " << first);
+    return;
+  }
+  cuda::CudnnAttention b;  // the first object is gone: its plans live on in the process
+  second = b.prepare(s);
+  BOOST_TEST(second == first);
+  BOOST_TEST(cuda::CudnnAttention::graph_builds_in_process() == before + 1);
+  cuda::CudnnAttention c;
+  const AttentionShape other_batch{2, 96, 4, 2, 64};  // another shape: planned on its own
+  c.prepare(other_batch);
+  BOOST_TEST(cuda::CudnnAttention::graph_builds_in_process() == before + 2);
 }
 
 // An explicit cudnn that cannot run is an error naming the reason, not a silent fallback.

@@ -140,7 +140,7 @@ def cmd_compare(args):
         ok &= good
         print(f"parity {args.design} {precision}: loss {ours_loss:.6f} vs reference {ref_loss:.6f} "
               f"(rel {rel_loss:.1e}), grad norm {ours_norm:.6g} vs {ref_norm:.6g} (rel {rel_norm:.1e}), "
-              f"bound {bound:g}; step-0 loss / ln V - 1 = {ours_loss / ln_v - 1:+.2%}, from ln V + s²/2 "
+              f"bound {bound:g} (error/bound {max(rel_loss, rel_norm) / bound:.2f}); step-0 loss / ln V - 1 = {ours_loss / ln_v - 1:+.2%}, from ln V + s²/2 "
               f"(s = {math.sqrt(logit_variance):.3f}) {rel_ln_v:.2%} of ln V (bound 1%): "
               f"{'pass' if good else 'FAIL'}", flush=True)
     return 0 if ok else 1

@@ -16,7 +16,9 @@ add_test(NAME gpu.bundle_in_bare_root
                  ${PROJECT_BINARY_DIR}/test-work/bundle_in_bare_root)
 set_tests_properties(gpu.bundle_in_bare_root PROPERTIES LABELS "bundle;slow" SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE)
 # check.sh's own logic in a fake bundle (stub programs, a fake nvidia-smi): a hanging program is
-# cut at PROGRAM_S, and OUT holds the summary and logs after every row, also after a SIGKILL.
+# cut at PROGRAM_S, and OUT holds the summary and logs after every row, also after a SIGKILL;
+# the summary's stage table and failure lines; stage time spent is "skipped", not FAIL; the hf
+# stage compares in one Python process.
 add_test(NAME gpu.check_script
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_script_test.sh ${PROJECT_SOURCE_DIR}
                  ${PROJECT_BINARY_DIR}/test-work/check_script)

@@ -6,3 +6,9 @@ if(TARGET depthbench)
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/walkthrough.sh ${PROJECT_BINARY_DIR} "${MPIRUN}")
   set_tests_properties(install.walkthrough PROPERTIES LABELS "install" TIMEOUT 300)
 endif()
+# `depthbench selftest --backend cpu` from an installed prefix: its table, verdict and exit status.
+if(TARGET depthbench)
+  add_test(NAME install.selftest
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/selftest.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(install.selftest PROPERTIES LABELS "install" TIMEOUT 300)
+endif()

@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
 #include "ops/cuda/attention_convert.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/elementwise.hpp"
 #include "ops/cuda/flash_attention.hpp"
 #include "ops/cuda/moda_attention.hpp"
 #include "ops/cuda/moda_depth_merge.hpp"
@@ -28,6 +30,17 @@ void note(const std::string& line) {
 
 // Where one call's tensors meet a fast path: bf16 [rows, width], the head dim padded to `width`
 // for cuDNN.
+// A wrong fast path on purpose, for the test of train.validate (tests/train/
+// path_validation_test.cpp, doc/cuda.md): DEPTHBENCH_TEST_FLASH_OUTPUT_SCALE=1.01 scales every
+// output of our flash forward by 1.01. Read once per process; 1 (nothing done) when unset.
+float flash_output_scale_for_test() {
+  static const float scale = [] {
+    const char* value = std::getenv("DEPTHBENCH_TEST_FLASH_OUTPUT_SCALE");
+    return value ? std::strtof(value, nullptr) : 1.f;
+  }();
+  return scale;
+}
+
 struct FastLayout {
   int64_t q_rows, kv_rows;
   int head_dim, width;
@@ -209,6 +222,8 @@ void AttentionPaths::run_fast_forward(AttentionPath path, S* o, float* lse, cons
     }
   } else {
     flash_attention_forward(o16.data(), lse, q16.data(), k16.data(), v16.data(), s, stream);
+    if (const float scale = flash_output_scale_for_test(); scale != 1.f)
+      axpby(o16.data(), scale, o16.data(), 0.f, t.q_rows * t.width, stream);
   }
   o16.store(stream);
 }

@@ -95,6 +95,7 @@ class CudaBackend final : public Backend {
     return cuda::cuda_available() ? "" : "no GPU visible";
   }
   int auto_preference() const override { return 10; }
+  bool has_fast_paths() const override { return true; }
   std::string device_name() const override { return cuda::device_name(current_device()); }
   std::vector<std::pair<std::string, std::string>> properties() const override {
     // cudnn: which library train.attention = cudnn | auto would use, or why none.

@@ -1,7 +1,9 @@
 #include "ops/cuda/cudnn_attention.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include "ops/cuda/cuda_check.hpp"
@@ -20,11 +22,17 @@
 namespace db::cuda {
 namespace {
 
-using ShapeKey = std::tuple<int64_t, int, int, int, int>;  // B, T, H, H_kv, hd
+// The full shape a plan is built for: B, T, H, H_kv, the head dim and the padded head dim the
+// tensors have (the padding follows from the head dim today; keyed anyway, so that a change of
+// the padding rule cannot make two shapes share a plan).
+using ShapeKey = std::tuple<int64_t, int, int, int, int, int>;
 
 [[maybe_unused]] ShapeKey key_of(const AttentionShape& s) {
-  return {s.batch, s.seq_len, s.heads, s.kv_heads, s.head_dim};
+  return {s.batch,    s.seq_len,  s.heads,
+          s.kv_heads, s.head_dim, CudnnAttention::padded_head_dim(s.head_dim)};
 }
+
+std::atomic<int64_t> graph_builds{0};  // for the test of the process-wide cache
 
 std::string describe(const AttentionShape& s) {
   return "B=" + std::to_string(s.batch) + " T=" + std::to_string(s.seq_len) +
@@ -358,9 +366,13 @@ bool is_nondeterministic(const CudnnLibrary& lib, const Descriptor& config) {
   return false;
 }
 
-// A finalised execution plan with the graph it was built from.
+// A finalised execution plan with what it was built from: the graph and the engine
+// configuration live as long as the plan (cudnn-frontend keeps both too; the backend API does
+// not promise that a plan copies what its configuration refers to). Members are destroyed in
+// reverse order: the plan first.
 struct Plan {
   std::unique_ptr<Graph> graph;
+  std::unique_ptr<Descriptor> engine_config;
   std::unique_ptr<Descriptor> plan;
   int64_t workspace_bytes = 0;
 };
@@ -405,6 +417,7 @@ Plan build_plan(const CudnnLibrary& lib, cudnnHandle_t handle, std::unique_ptr<G
       CUDNN_CHECK(lib.BackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                           CUDNN_TYPE_INT64, 1, &returned, &built.workspace_bytes));
       built.graph = std::move(graph);
+      built.engine_config = std::make_unique<Descriptor>(std::move(configs[i]));
       built.plan = std::move(plan);
       return built;
     }
@@ -412,27 +425,58 @@ Plan build_plan(const CudnnLibrary& lib, cudnnHandle_t handle, std::unique_ptr<G
   throw ::db::Error("no cuDNN engine runs this graph: " + last_refusal);
 }
 
+// The plans of one shape, or why cuDNN refused it.
+struct ShapePlans {
+  Plan forward, backward;
+  std::string refusal;  // "" when both plans exist
+};
+
+// One cuDNN handle and one plan cache per process and device, shared by every CudnnAttention
+// (each Model's ops, each test case, each run of a sweep): a shape's plans, which take seconds
+// to build, are built once per process, and a refusal is remembered once. Created on first use
+// and deliberately never destroyed: at exit the CUDA runtime may already be gone, and the driver
+// frees what a process leaves. The mutex guards the maps; the executions on a device's handle
+// come from the one thread that drives that device (as the ops objects always did).
+struct DeviceCache {
+  cudnnHandle_t handle = nullptr;
+  std::map<ShapeKey, ShapePlans> shapes;  // a map: references stay valid as it grows
+};
+
+struct ProcessCache {
+  std::mutex mutex;
+  bool opened = false;
+  const CudnnLibrary* lib = nullptr;
+  std::string unavailable;  // why cuDNN cannot run at all
+  std::map<int, DeviceCache> devices;
+};
+
+ProcessCache& process_cache() {
+  static ProcessCache* cache = new ProcessCache;  // never destroyed: see above
+  return *cache;
+}
+
+// The device current on this thread; -1 without one (the test without a GPU).
+int current_device() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
 }  // namespace
 
 struct CudnnAttention::Impl {
-  struct ShapePlans {
-    Plan forward, backward;
-    std::string refusal;  // "" when both plans exist
-  };
-
   const CudnnLibrary* lib = nullptr;
-  std::string unavailable;  // why cuDNN cannot run at all
-  cudnnHandle_t handle = nullptr;
-  std::map<ShapeKey, ShapePlans> shapes;
+  DeviceCache* device = nullptr;  // this object's device's entry of the process cache
 
-  ~Impl() {
-    shapes.clear();  // plans before the handle they were built with
-    if (handle) lib->Destroy(handle);
-  }
-
-  ShapePlans& plans_of(const AttentionShape& s) {
-    auto it = shapes.find(key_of(s));
-    CUDA_REQUIRE(it != shapes.end() && it->second.refusal.empty(),
+  const ShapePlans& plans_of(const AttentionShape& s) {
+    CUDA_REQUIRE(device != nullptr,
+                 "cuDNN attention: no plan for " + describe(s) + " (prepare it first)");
+    std::lock_guard lock(process_cache().mutex);
+    auto it = device->shapes.find(key_of(s));
+    CUDA_REQUIRE(it != device->shapes.end() && it->second.refusal.empty(),
                  "cuDNN attention: no plan for " + describe(s) + " (prepare it first)");
     return it->second;
   }
@@ -446,6 +490,7 @@ struct CudnnAttention::Impl {
   void execute(const Plan& plan, const std::vector<int64_t>& uids, std::vector<void*> pointers,
                cudaStream_t stream) {
     const CudnnLibrary& lib = *this->lib;
+    cudnnHandle_t handle = device->handle;
     CUDNN_CHECK(lib.SetStream(handle, stream));
     ScratchBuffer<char> workspace(size_t(plan.workspace_bytes), stream);
     void* workspace_pointer = workspace.data();
@@ -474,25 +519,37 @@ CudnnAttention::~CudnnAttention() = default;
 
 std::string CudnnAttention::prepare(const AttentionShape& s) {
   Impl& m = *impl_;
-  if (!m.lib) m.lib = cudnn_library(&m.unavailable);  // opened by the first shape that asks
-  if (!m.lib) return "cuDNN unavailable: " + m.unavailable;
-  auto [it, inserted] = m.shapes.try_emplace(key_of(s));
-  Impl::ShapePlans& plans = it->second;
+  ProcessCache& cache = process_cache();
+  std::lock_guard lock(cache.mutex);
+  if (!cache.opened) {  // opened by the first shape that asks, in the whole process
+    cache.lib = cudnn_library(&cache.unavailable);
+    cache.opened = true;
+  }
+  if (!cache.lib) return "cuDNN unavailable: " + cache.unavailable;
+  m.lib = cache.lib;
+  m.device = &cache.devices[current_device()];
+  auto [it, inserted] = m.device->shapes.try_emplace(key_of(s));
+  ShapePlans& plans = it->second;
   if (!inserted) return plans.refusal;
   try {
     const CudnnLibrary& lib = *m.lib;
     // The graphs' descriptors need no device: built first, a malformed graph shows even on a
     // machine without a GPU (the test there), before the handle fails.
     const int64_t d = padded_head_dim(s.head_dim);
+    ++graph_builds;
     std::unique_ptr<Graph> forward = forward_graph(lib, s, d);
     std::unique_ptr<Graph> backward = backward_graph(lib, s, d);
-    if (!m.handle) CUDNN_CHECK(lib.Create(&m.handle));
-    plans.forward = build_plan(lib, m.handle, std::move(forward));
-    plans.backward = build_plan(lib, m.handle, std::move(backward));
+    if (!m.device->handle) CUDNN_CHECK(lib.Create(&m.device->handle));
+    plans.forward = build_plan(lib, m.device->handle, std::move(forward));
+    plans.backward = build_plan(lib, m.device->handle, std::move(backward));
   } catch (const std::exception& e) {
     plans.refusal = "cuDNN refused " + describe(s) + ": " + e.what();
   }
   return plans.refusal;
+}
+
+int64_t CudnnAttention::graph_builds_in_process() {
+  return graph_builds.load();
 }
 
 namespace {
@@ -503,8 +560,8 @@ bool aligned16(const void* p) {
 }  // namespace
 
 void CudnnAttention::check_not_failed_for_test(const AttentionShape& s) const {
-  CUDA_REQUIRE(!fail_executions_, "cuDNN attention: execution of " + describe(s) +
-                                      " failed as a test asked");
+  CUDA_REQUIRE(!fail_executions_,
+               "cuDNN attention: execution of " + describe(s) + " failed as a test asked");
 }
 
 void CudnnAttention::forward(bf16* o, float* lse, const bf16* q, const bf16* k, const bf16* v,
@@ -566,6 +623,10 @@ CudnnAttention::~CudnnAttention() = default;
 
 std::string CudnnAttention::prepare(const AttentionShape&) {
   return "cuDNN unavailable: this build did not find the cuDNN headers";
+}
+
+int64_t CudnnAttention::graph_builds_in_process() {
+  return 0;
 }
 
 void CudnnAttention::forward(bf16*, float*, const bf16*, const bf16*, const bf16*,

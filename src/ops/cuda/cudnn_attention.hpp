@@ -9,9 +9,10 @@
 // generation (row, column) + compare (row ≥ column) + select (−∞), softmax with its statistics
 // (max, Σexp → lse), O = P·V; backward recomputes P from lse and writes dQ directly (no fp32
 // atomics: the deterministic variant), dK and dV summed over each kv head's query heads.
-// Execution plans are built on first use of a shape (seconds) and cached in this object; a
-// shape cuDNN refuses is remembered with its reason. Without cuDNN in the build or on the node
-// every shape is refused with the reason.
+// Execution plans are built on first use of a shape (seconds) and cached for the whole process
+// and device, with one cuDNN handle per device: every CudnnAttention (each model, test case or
+// sweep run) shares them. A shape cuDNN refuses is remembered with its reason. Without cuDNN in
+// the build or on the node every shape is refused with the reason.
 #pragma once
 #include <memory>
 #include <string>
@@ -45,6 +46,10 @@ class CudnnAttention {
   void backward(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* o, const float* lse,
                 const bf16* q, const bf16* k, const bf16* v, const AttentionShape& s,
                 cudaStream_t stream);
+
+  // How many shapes' graphs this process has built (each once per device, whatever the number
+  // of CudnnAttention objects): what the test of the process-wide cache counts.
+  static int64_t graph_builds_in_process();
 
   // From now on forward and backward throw as a failed execution would (a db::Error), so that
   // a gpu test can show what the caller does then.
