@@ -1,5 +1,6 @@
-// The named residual designs. Each entry describes itself (design.hpp: DesignDescription);
-// everything above the model asks the entry.
+// The named residual designs. Each entry describes itself (design.hpp: DesignInfo); everything
+// above the model asks the entry. The build registers every design file of src/model/residual/
+// (src/CMakeLists.txt); a design defined elsewhere (a test) registers with register_design.
 #pragma once
 #include <deque>
 #include <string>
@@ -8,7 +9,8 @@
 
 namespace db {
 
-// The ten designs of the paper in its order, then any registered later. A deque, so that
+// The paper's designs in its order (DesignInfo::section), then this build's other design files
+// by name, then designs registered later. A deque, so that
 // references returned by find_design stay valid when a design is registered.
 const std::deque<DesignInfo>& all_designs();
 // Adds a design (e.g. one defined in a test); throws db::Error when the name is taken.
