@@ -115,7 +115,7 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
   Buffer<T> du_, dy_;
 };
 
-// The one registry line: the entry describes the design as the ten of src/model/residual do
+// The one registration line: the entry describes the design as those of src/model/residual do
 // (design.hpp: DesignInfo); it keeps no state beyond the backbone's, so `plan` needs no
 // per-token state estimate for it. Outside src/model/residual/ the build does not find it, so
 // it registers itself.

@@ -74,6 +74,13 @@ std::string design_names() {
   return names;
 }
 
+std::string state_rounding_design_names() {
+  std::string names;
+  for (const DesignInfo& d : all_designs())
+    if (d.rounds_state) names += (names.empty() ? "" : ", ") + d.name;
+  return names;
+}
+
 const DesignInfo& find_design(const std::string& name) {
   for (const DesignInfo& d : all_designs())
     if (d.name == name) return d;

@@ -29,6 +29,8 @@ const DesignInfo& find_design(const std::string& name);
 // The position of the design in the registry (0 for pre_ln): the order of tables and figures.
 int design_order(const std::string& name);
 std::string design_names();  // "pre_ln, sandwich_ln, ..."
+// The designs whose entry has rounds_state (train.state_dtype = bf16): "hc, mhc, ...".
+std::string state_rounding_design_names();
 // The design's options with their values (defaults included): "key=value;key=value", empty for
 // designs without options. Recorded in run, weight and checkpoint files.
 std::string design_options_text(const ModelConfig& config);
