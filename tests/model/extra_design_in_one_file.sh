@@ -12,7 +12,7 @@ shift 3
 ctest_names=("$@")
 
 # The design file, as the docs give it.
-design_dir="$build_dir.design"
+design_dir="$build_dir/extra_design"
 mkdir -p "$design_dir"
 awk '/^```cpp compiles rezero.cpp/ { inside = 1; next } /^```$/ { inside = 0 } inside' \
   "$source_dir/doc/designs.md" > "$design_dir/rezero.cpp.new"
@@ -29,7 +29,7 @@ if command -v ccache > /dev/null; then  # the objects of the parent build come f
 fi
 cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DDEPTHBENCH_CUDA=OFF \
   -DDEPTHBENCH_EXTRA_DESIGN_DIR="$design_dir" "${launcher[@]}" \
-  > "$build_dir.configure.log" 2>&1 || { cat "$build_dir.configure.log"; exit 1; }
+  > "$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; exit 1; }
 
 targets=(depthbench)
 regex=""
@@ -37,8 +37,8 @@ for name in "${ctest_names[@]}"; do
   targets+=("${name#*.}")  # area.program → program
   regex+="${regex:+|}${name//./\\.}"
 done
-cmake --build "$build_dir" -j 2 --target "${targets[@]}" > "$build_dir.build.log" 2>&1 ||
-  { tail -50 "$build_dir.build.log"; exit 1; }
+cmake --build "$build_dir" -j 2 --target "${targets[@]}" > "$build_dir/build.log" 2>&1 ||
+  { tail -50 "$build_dir/build.log"; exit 1; }
 
 # Registered from its file alone, after the paper's ten designs.
 listing=$("$build_dir/depthbench" designs)

@@ -11,7 +11,9 @@ target_compile_definitions(stream_lanes_warp_test PRIVATE DB_EMULATE_DEVICE_LOOP
 target_compile_definitions(depth_softmax_warp_test PRIVATE DB_EMULATE_DEVICE_LOOPS)
 # The test programs that run every registered design (what each demands of a design:
 # tests/support/design_variants.hpp). model.extra_design_in_one_file builds a tree of its own
-# with one more design file and runs them all there (minutes: labelled slow).
+# with one more design file and runs them all there (minutes: labelled slow). Its build folder
+# sits beside this one, at the same depth below the sources, so that the compiler cache serves
+# the library's objects (their include paths are relative).
 set(DEPTHBENCH_DESIGN_LOOP_TESTS
     model.design_registry_test model.parameter_layout_test model.layer_loop_test
     model.model_gradcheck_test model.recompute_test model.bf16_state_test
@@ -20,7 +22,7 @@ set(DEPTHBENCH_DESIGN_LOOP_TESTS
     train.memory_estimate_test)
 add_test(NAME model.extra_design_in_one_file
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/extra_design_in_one_file.sh ${PROJECT_SOURCE_DIR}
-                 ${PROJECT_BINARY_DIR}/extra_design_build ${CMAKE_BUILD_TYPE}
+                 ${PROJECT_BINARY_DIR}-extra-design ${CMAKE_BUILD_TYPE}
                  ${DEPTHBENCH_DESIGN_LOOP_TESTS})
 set_tests_properties(model.extra_design_in_one_file PROPERTIES LABELS "model;slow" TIMEOUT 3000
                      RUN_SERIAL TRUE)
