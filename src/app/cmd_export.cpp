@@ -123,8 +123,9 @@ int run_export_command(int argc, char** argv) {
   if (format == "safetensors") {
     write_safetensors_weights(out, weights);
     // The values of the tensors written, not of the padded layout the weights are stored in.
+    const ParameterLayout layout = build_layout(weights.model);
     int64_t values = 0;
-    for (const ParameterSpec& spec : build_layout(weights.model).specs()) values += spec.size();
+    for (const ParameterSpec& spec : layout.specs()) values += spec.size();
     std::printf("exported %s (%s, %lld values) to %s/model.safetensors and config.json\n",
                 weights_file.c_str(), weights.model.arch.c_str(), static_cast<long long>(values),
                 out.c_str());
