@@ -185,6 +185,33 @@ BOOST_AUTO_TEST_CASE(a_design_registered_from_a_test_file_is_found_with_its_para
                     Error);
 }
 
+// Path weights through the gate kit: each sublayer's output reaches every later consumer with
+// the mean of its gate (read back from the parameters); the default path_weights, weight 1 on
+// every path, refuses a design whose entry declares branch gates.
+BOOST_AUTO_TEST_CASE(a_gated_design_weighs_its_paths_by_its_gates_and_the_default_refuses_it) {
+  ModelConfig c;
+  c.arch = "gated_residual";
+  c.n_layer = 2;
+  c.d_model = 8;
+  c.n_head = 2;
+  c.vocab_size = 16;
+  Model<double> model(c);
+  model.initialize(1);
+  const ParameterSpec& gate = model.layout().spec(model.layout().id("blocks.0.ffn_gate"));
+  for (int64_t i = 0; i < gate.size(); ++i)  // mean 0.25
+    model.params().values()[gate.offset + i] = i % 2 ? 0.5 : 0.0;
+  Backbone<double>& net = model.backbone();
+  const std::vector<double> w = model.design().path_weights(net);
+  const int n = 2 * c.n_layer + 1;  // sources: embedding, sublayers 0..3; consumers 0..3, readout
+  BOOST_REQUIRE(int(w.size()) == n * n);
+  BOOST_TEST(w[0] == 1.0);               // the embedding into sublayer 0
+  BOOST_TEST(w[1 * n + 1] == 1.0);       // sublayer 0 (gate 1 at init) into sublayer 1
+  BOOST_TEST(w[2 * n + 2] == 0.25);      // sublayer 1 (blocks.0.ffn_gate) into sublayer 2
+  BOOST_TEST(w[2 * n + n - 1] == 0.25);  // ... and into the readout
+  BOOST_TEST(std::isnan(w[2 * n + 1]));  // not into an earlier consumer
+  BOOST_CHECK_THROW(model.design().ResidualDesign<double>::path_weights(net), Error);
+}
+
 BOOST_AUTO_TEST_CASE(the_custom_design_trains_resumes_bit_for_bit_and_is_diagnosed) {
   const fs::path root = fs::temp_directory_path() / "depthbench_custom_design";
   fs::remove_all(root);
