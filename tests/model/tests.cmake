@@ -17,6 +17,7 @@ target_compile_definitions(depth_softmax_warp_test PRIVATE DB_EMULATE_DEVICE_LOO
 set(DEPTHBENCH_DESIGN_LOOP_TESTS
     model.design_registry_test model.parameter_layout_test model.layer_loop_test
     model.model_gradcheck_test model.recompute_test model.bf16_state_test
+    model.bf16_storage_test model.fused_residual_norm_test model.poisoned_memory_test
     model.pytorch_agreement_test model.pytorch_bf16_storage_test app.registry_listing_test
     diag.diag_known_answers_test io.export_roundtrip_test train.gradient_buckets_test
     train.memory_estimate_test)

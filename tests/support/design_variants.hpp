@@ -17,6 +17,9 @@
 //   weights moved off their init by initialize_off_init (model_setup.hpp), which sets a design's
 //   declared branch_gates (DesignInfo) to 0.5 + noise: a gate left at 0 would make everything
 //   it gates carry no gradient, and "the rounding changed the gradients" would fail for them.
+// - fused_residual_norm_test: train.fused_kernels = off gives the bits of the fused ops (a
+//   design without fused ops passes trivially); poisoned_memory_test: the same bits when new
+//   buffers start as NaN (no value read before it is written).
 // - bf16_state_test: a design without rounds_state refuses train.state_dtype = bf16 in one line;
 //   one with it stays within bf16 tolerance.
 // - pytorch_agreement_test, pytorch_bf16_storage_test: loss, logits and every gradient agree
