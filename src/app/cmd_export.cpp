@@ -21,6 +21,7 @@
 #include "io/safetensors_weights.hpp"
 #include "io/stored_paths.hpp"
 #include "io/weights_source.hpp"
+#include "model/model.hpp"
 #include "util/json_writer.hpp"
 #include "util/text_file.hpp"
 
@@ -145,8 +146,12 @@ int run_export_command(int argc, char** argv) {
 
   if (format == "safetensors") {
     write_safetensors_weights(out, weights);
-    std::printf("exported %s (%s, %zu values) to %s/model.safetensors and config.json\n",
-                weights_file.c_str(), weights.model.arch.c_str(), weights.params.size(),
+    // The values of the tensors written, not of the padded layout the weights are stored in.
+    const ParameterLayout layout = build_layout(weights.model);
+    int64_t values = 0;
+    for (const ParameterSpec& spec : layout.specs()) values += spec.size();
+    std::printf("exported %s (%s, %lld values) to %s/model.safetensors and config.json\n",
+                weights_file.c_str(), weights.model.arch.c_str(), static_cast<long long>(values),
                 out.c_str());
     return 0;
   }

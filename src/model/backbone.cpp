@@ -188,6 +188,13 @@ const T* Backbone<T>::host_view(const T* data, int64_t count) {
   return observed_[0].data();
 }
 
+template <class T>
+std::vector<double> Backbone<T>::value_to_host(int id) const {
+  std::vector<T> host(size_t(layout_.spec(id).size()));
+  memory::copy(host.data(), MemorySpace::host, value(id), ops_.space(), host.size() * sizeof(T));
+  return std::vector<double>(host.begin(), host.end());
+}
+
 template class Backbone<float>;
 template class Backbone<double>;
 

@@ -79,6 +79,9 @@ class Backbone {
   // the loaders do, through the ParameterStore, which keeps the bf16 copy's bookkeeping).
   const T* value(int id) const { return std::as_const(params_).value(id); }
   T* grad(int id) { return params_.grad(id); }
+  // A parameter's values copied to the host, for a design's diagnostics (a gated design's
+  // path_weights reads its gates); it waits for the device, so not inside a forward or backward.
+  std::vector<double> value_to_host(int id) const;
   // bf16 storage: parameter id's bf16 copy, which the cores' products read. db::Error when it is
   // stale (refresh_weight_copy was not called since the weights last changed).
   const bfloat16* bf16_weight(int id) const { return params_.bf16_value(id); }

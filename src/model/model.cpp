@@ -57,11 +57,9 @@ Model<T>::Model(const ModelConfig& config, const Backend& backend, const OpsOpti
   backbone_->set_fused_kernels(options.fused_kernels);
   const DesignInfo& design = find_design(config.arch);
   if (options.bf16_state && !design.rounds_state) {
-    std::string with_state;  // the registry's designs that have one, so the list stays true
-    for (const DesignInfo& d : all_designs())
-      if (d.rounds_state) with_state += (with_state.empty() ? "" : ", ") + d.name;
     throw Error("train.state_dtype = bf16: " + config.arch +
-                " has no state of its own to round (these do: " + with_state + ")");
+                " has no state of its own to round (these do: " + state_rounding_design_names() +
+                ")");
   }
   backbone_->set_bf16_state(options.bf16_state);
   design_ = make_design<T>(design, config_);

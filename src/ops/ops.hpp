@@ -5,10 +5,15 @@
 // by `width` (or d) values. "Overwritten" and "added" say whether an output is assigned or
 // accumulated; parameter gradients are always added.
 //
-// The interface holds primitives only (products, attention, norms, RoPE, embedding, LM head and
-// loss, element-wise ops). A design's own arithmetic (HC/mHC stream mixing and coefficients,
-// Sinkhorn, the AttnRes depth softmax) is not here: it lives with the design as __host__
-// __device__ functors run by the generic launchers of ops/launch.hpp on every backend.
+// The interface holds primitives (products, attention, norms, RoPE, embedding, LM head and
+// loss, element-wise ops) and three groups that serve particular designs, each a fused or
+// hand-tuned kernel on both backends: MoDA's attention over sequence and depth entries
+// (moda_attention_*), the residual add fused into the next norm (add_rmsnorm_forward, used by
+// every single-stream design; add_layernorm_forward, DeepNorm's LayerNorm) and Sandwich-LN's
+// branch norm before that add (norm_add_rmsnorm_forward). Every other piece of a design's own
+// arithmetic (HC/mHC stream mixing and coefficients, Sinkhorn, the AttnRes depth softmax, learned
+// gates) is not here: it lives with the design as __host__ __device__ functors run by the
+// generic launchers of ops/launch.hpp on every backend, and a new design adds nothing here.
 #pragma once
 #include <cstdint>
 #include <functional>

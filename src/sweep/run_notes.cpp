@@ -4,22 +4,18 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "model/residual/attnres_block.hpp"
+#include "model/residual/registry.hpp"
 
 namespace db::sweep {
 
+// The design's own note (its registry entry's run_note), so that no design is named here.
 std::string design_note(const ModelConfig& model) {
-  if (model.arch != "attnres_block") return "";
   try {
-    if (attnres_group_size(model) != 1) return "";
+    const DesignInfo& design = find_design(model.arch);
+    return design.run_note ? design.run_note(model) : "";
   } catch (const Error&) {
-    return "";  // an invalid option: the run itself reports it
+    return "";  // an unknown design or an invalid option: the run itself reports it
   }
-  // §10: with one sublayer per block every block sum is one sublayer's output, so the sources
-  // are exactly Full AttnRes's; the run would measure attnres_full under another name.
-  return "Block AttnRes at L = " + std::to_string(model.n_layer) +
-         " has blocks of one sublayer (S = ceil(2L / attnres_blocks) = 1), so it is Full "
-         "AttnRes; use L > attnres_blocks / 2 or a smaller model.attnres_blocks";
 }
 
 DiskEstimate estimate_disk(const RunConfig& config, const ParameterCounts& counts) {

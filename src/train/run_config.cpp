@@ -264,8 +264,8 @@ std::vector<Key> keys_of(RunConfig& c) {
                    "between sublayers: ") +
            state_dtype_choices() +
            " (bf16: rounded, arithmetic fp32, kept in fp32 buffers for now: it measures what "
-           "bf16 state does to training; only hc, mhc, attnres_full and attnres_block have such "
-           "state)",
+           "bf16 state does to training; only " +
+           state_rounding_design_names() + " have such state)",
        [&c](const std::string& t) {
          parse_state_dtype(t);  // a bad value fails here, before anything runs
          c.state_dtype = t;

@@ -9,6 +9,10 @@ and jobs/README.md against the binary.
    is an option of that command's `--help`, and COMMAND is a command.
 3. The exit-status table of doc/sweeps.md is what the binary does: a completed run, a stop by
    SIGUSR1 and a command error each end with the status of the row that describes them.
+4. Every fenced block opened with ```cpp compiles NAME (a complete source file, e.g. the design
+   of doc/designs.md "Adding a design") compiles against src/ as C++20 with warnings as errors
+   (syntax and templates; nothing is linked). model.extra_design_in_one_file builds and runs
+   the design block as a design file of the build.
 
 usage: doc_examples.py SOURCE_DIR BUILD_DIR MPIRUN
 """
@@ -242,6 +246,30 @@ def check_exit_table(source: Path, env: dict, folder: Path) -> None:
            documented(rows, r"error of the command|command.line|bad suite"))
 
 
+def check_compiled_blocks(source: Path, folder: Path) -> int:
+    """Compiles every ```cpp compiles NAME block; returns how many there are."""
+    count = 0
+    compiler = os.environ.get("CXX", "c++")
+    for doc in documents(source):
+        if not doc.exists():
+            continue
+        for info, start, lines in fenced_blocks(doc.read_text()):
+            words = info.split()
+            if words[:2] != ["cpp", "compiles"] or len(words) < 3:
+                continue
+            count += 1
+            file = folder / words[2]
+            file.write_text("\n".join(lines) + "\n")
+            result = subprocess.run(
+                [compiler, "-std=c++20", "-fsyntax-only", "-fopenmp", "-Wall", "-Wextra",
+                 "-Werror", "-I", str(source / "src"), str(file)],
+                capture_output=True, text=True)
+            if result.returncode != 0:
+                failures.append(f"{doc.relative_to(source)}:{start}: {words[2]} does not "
+                                f"compile:\n{result.stderr[-3000:]}")
+    return count
+
+
 def main() -> int:
     source, build, mpirun = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="depthbench-docs-") as scratch:
@@ -264,10 +292,13 @@ def main() -> int:
         table = Path(scratch) / "table"
         table.mkdir()
         check_exit_table(source, env, table)
+        compiled_folder = Path(scratch) / "compiled"
+        compiled_folder.mkdir()
+        compiled = check_compiled_blocks(source, compiled_folder)
     for failure in failures:
         print("FAIL:", failure)
     print(f"docs: {blocks} runnable blocks, {options} option names, {cited} cited files, "
-          "the exit-status table: "
+          f"{compiled} compiled files, the exit-status table: "
           + ("ok" if not failures else f"{len(failures)} problem(s)"))
     return 1 if failures else 0
 

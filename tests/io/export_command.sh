@@ -39,6 +39,10 @@ tensors, metadata = read_safetensors("runs/tiny-safetensors/model.safetensors")
 assert sorted(tensors) == sorted(weights), (sorted(tensors), sorted(weights))
 for name, array in tensors.items():
     assert np.array_equal(array, weights[name][()]), name
+# The count the command reports is that of the tensors written, not of the padded storage.
+import re
+reported = int(re.search(r"\(pre_ln, (\d+) values\)", open("export.log").read()).group(1))
+assert reported == sum(a.size for a in tensors.values()), (reported, sum(a.size for a in tensors.values()))
 config = json.load(open("runs/tiny-safetensors/config.json"))
 assert config["arch"] == metadata["arch"] == "pre_ln" and config["n_kv_head"] == 2, config
 try:

@@ -1,9 +1,10 @@
 // An eleventh residual design defined entirely in this file, as a newcomer would add one: its
-// own parameters, its own DB_HD functors launched through ops/launch.hpp, and one registration
-// line. It then trains, stops with a checkpoint, resumes to the uninterrupted curve bit for bit,
-// is diagnosed and is sized by `plan`, through the same entry points as the ten built-in designs
-// (train_run, run_diagnostics, plan_suite). The file is compiled by nvcc when the CUDA backend
-// is built (tests/model/tests.cmake), so the design's functors reach the CUDA launcher too.
+// own parameters, the gate kit's functors (model/residual/gates.hpp, launched through
+// ops/launch.hpp), its path weights, and one registration line. It then trains, stops with a
+// checkpoint, resumes to the uninterrupted curve bit for bit, is diagnosed and is sized by `plan`,
+// through the same entry points as the ten built-in designs (train_run, run_diagnostics,
+// plan_suite). The file is compiled by nvcc when the CUDA backend is built
+// (tests/model/tests.cmake), so the design's functors reach the CUDA launcher too.
 //
 // The design, "gated_residual": Pre-LN whose branch outputs pass a learned per-channel gate,
 //   h = x + g_a ⊙ Attn(N_a(x));  x' = h + g_f ⊙ FFN(N_f(h));  features = N_final(x_L),
@@ -19,6 +20,7 @@
 #include "diag/diagnose.hpp"
 #include "io/run_file.hpp"
 #include "model/model.hpp"
+#include "model/residual/gates.hpp"
 #include "model/residual/registry.hpp"
 #include "model/residual/stream.hpp"
 #include "ops/launch.hpp"
@@ -32,29 +34,6 @@ using namespace db;
 namespace fs = std::filesystem;
 
 namespace {
-
-// x[r, e] += gate[e]·y[r, e], one value each.
-template <class T>
-struct GatedAdd {
-  T* x;
-  const T *gate, *y;
-  int d;
-  DB_HD void operator()(int64_t i) const { x[i] += gate[i % d] * y[i]; }
-};
-
-// Its backward for one token: dy = gate ⊙ dx (overwritten), and dx ⊙ y into the gate's row sums.
-template <class T>
-struct GatedAddBackward {
-  T* dy;
-  const T *dx, *gate, *y;
-  int d;
-  DB_HD void operator()(int64_t r, double* dgate) const {
-    for (int e = 0; e < d; ++e) {
-      dy[r * d + e] = gate[e] * dx[r * d + e];
-      dgate[e] += double(dx[r * d + e]) * y[r * d + e];
-    }
-  }
-};
 
 // A single stream (x_0 = embedding, final RMSNorm readout: stream.hpp) run by the layer loop,
 // which also skips, swaps and observes; the design writes only its sublayers.
@@ -94,25 +73,19 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
     return {u_[k].data(), y_[k].data()};
   }
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
-    const int64_t d = net.d();
     const int k = 2 * p + ffn;
-    out_[k].resize(net.rows() * d);
-    net.ops().copy(out_[k].data(), this->x_, net.rows() * d);
-    for_each_index(net.ops().space(), net.rows() * d,
-                   GatedAdd<T>{out_[k].data(), net.value(gate(net, p, ffn)), y_[k].data(), int(d)});
+    out_[k].resize(net.rows() * net.d());
+    gated_add_forward(net, gate(net, p, ffn), out_[k].data(), this->x_, y_[k].data());
     this->x_ = out_[k].data();
   }
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t rows = net.rows(), d = net.d();
-    const int k = 2 * p + ffn, g = gate(net, p, ffn);
+    const int k = 2 * p + ffn;
     T* dx = this->dx_.data();
     dy_.resize(rows * d);
-    SumTargets<T> dgate;
-    dgate.add(net.grad(g), int(d));
-    for_each_row_sum(net.ops().space(), rows, dgate,
-                     GatedAddBackward<T>{dy_.data(), dx, net.value(g), y_[k].data(), int(d)});
+    gated_add_backward(net, gate(net, p, ffn), dy_.data(), dx, y_[k].data());
     du_.resize(rows * d);
     if (ffn)
       net.ffn_backward(p, dy_.data(), du_.data());
@@ -122,8 +95,13 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
                          /*accumulate_dx=*/true);
   }
 
+  // Each sublayer's output reaches every later consumer with the mean of its gate.
+  std::vector<double> path_weights(const Backbone<T>& net) const override {
+    return gated_stream_path_weights(net, [&](int k) { return gate(net, k / 2, k % 2); });
+  }
+
  private:
-  static int gate(Backbone<T>& net, int p, bool ffn) {
+  static int gate(const Backbone<T>& net, int p, bool ffn) {
     return net.block_param(p, ffn ? "ffn_gate" : "attn_gate");
   }
   static int norm(Backbone<T>& net, int p, bool ffn) {
@@ -137,13 +115,15 @@ class GatedResidual : public ResidualDesign<T>, public SingleStream<T> {
   Buffer<T> du_, dy_;
 };
 
-// The one registry line: the entry describes the design as the ten of src/model/residual do
-// (design.hpp: DesignDescription); it keeps no state beyond the backbone's, so `plan` needs no
-// per-token state estimate for it.
+// The one registration line: the entry describes the design as those of src/model/residual do
+// (design.hpp: DesignInfo); it keeps no state beyond the backbone's, so `plan` needs no
+// per-token state estimate for it. Outside src/model/residual/ the build does not find it, so
+// it registers itself.
 const DesignRegistration registered{make_design_info<GatedResidual>(
     {.name = "gated_residual",
      .title = "Gated residual",
-     .summary = "Pre-LN with a learned per-channel gate on every branch (a test design)"})};
+     .summary = "Pre-LN with a learned per-channel gate on every branch (a test design)",
+     .branch_gates = {"attn_gate", "ffn_gate"}})};
 
 // A learnable token stream: a repeating pattern of phrases with some noise.
 std::vector<uint32_t> patterned_tokens(size_t n, uint64_t seed) {
@@ -203,6 +183,33 @@ BOOST_AUTO_TEST_CASE(a_design_registered_from_a_test_file_is_found_with_its_para
   BOOST_TEST(model.layout().id("blocks.1.ffn_gate") >= 0);
   BOOST_CHECK_THROW(DesignRegistration(make_design_info<GatedResidual>({.name = "gated_residual"})),
                     Error);
+}
+
+// Path weights through the gate kit: each sublayer's output reaches every later consumer with
+// the mean of its gate (read back from the parameters); the default path_weights, weight 1 on
+// every path, refuses a design whose entry declares branch gates.
+BOOST_AUTO_TEST_CASE(a_gated_design_weighs_its_paths_by_its_gates_and_the_default_refuses_it) {
+  ModelConfig c;
+  c.arch = "gated_residual";
+  c.n_layer = 2;
+  c.d_model = 8;
+  c.n_head = 2;
+  c.vocab_size = 16;
+  Model<double> model(c);
+  model.initialize(1);
+  const ParameterSpec& gate = model.layout().spec(model.layout().id("blocks.0.ffn_gate"));
+  for (int64_t i = 0; i < gate.size(); ++i)  // mean 0.25
+    model.params().values()[gate.offset + i] = i % 2 ? 0.5 : 0.0;
+  Backbone<double>& net = model.backbone();
+  const std::vector<double> w = model.design().path_weights(net);
+  const int n = 2 * c.n_layer + 1;  // sources: embedding, sublayers 0..3; consumers 0..3, readout
+  BOOST_REQUIRE(int(w.size()) == n * n);
+  BOOST_TEST(w[0] == 1.0);               // the embedding into sublayer 0
+  BOOST_TEST(w[1 * n + 1] == 1.0);       // sublayer 0 (gate 1 at init) into sublayer 1
+  BOOST_TEST(w[2 * n + 2] == 0.25);      // sublayer 1 (blocks.0.ffn_gate) into sublayer 2
+  BOOST_TEST(w[2 * n + n - 1] == 0.25);  // ... and into the readout
+  BOOST_TEST(std::isnan(w[2 * n + 1]));  // not into an earlier consumer
+  BOOST_CHECK_THROW(model.design().ResidualDesign<double>::path_weights(net), Error);
 }
 
 BOOST_AUTO_TEST_CASE(the_custom_design_trains_resumes_bit_for_bit_and_is_diagnosed) {

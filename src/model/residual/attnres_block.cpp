@@ -1,12 +1,13 @@
 // §10 Block AttnRes: the 2L sublayers are grouped into runs of S; sources are the embedding,
 // the completed group sums and the current partial sum (attn_res.hpp). S = ceil(2L /
 // attnres_blocks) (8 blocks by default), or attnres_block_size when given; S = 1 is Full AttnRes.
-#include "model/residual/attnres_block.hpp"
-
 #include "model/residual/attn_res.hpp"
 
 namespace db {
+namespace {
 
+// S, the sublayers per block: attnres_block_size when given, else ceil(2L / attnres_blocks).
+// Throws db::Error when an option is below 1.
 // attnres_block_size "" (the default, JSON null for the reference) means derived:
 // ceil(2L / blocks).
 int attnres_group_size(const ModelConfig& c) {
@@ -24,7 +25,14 @@ int attnres_group_size(const ModelConfig& c) {
   return (2 * c.n_layer + blocks - 1) / blocks;
 }
 
-namespace {
+// §10: with one sublayer per block every block sum is one sublayer's output, so the sources are
+// exactly Full AttnRes's; the run would measure attnres_full under another name.
+std::string one_sublayer_blocks_note(const ModelConfig& c) {
+  if (attnres_group_size(c) != 1) return "";
+  return "Block AttnRes at L = " + std::to_string(c.n_layer) +
+         " has blocks of one sublayer (S = ceil(2L / attnres_blocks) = 1), so it is Full "
+         "AttnRes; use L > attnres_blocks / 2 or a smaller model.attnres_blocks";
+}
 
 template <class T>
 class BlockAttnRes : public AttnResidual<T> {
@@ -44,6 +52,7 @@ DesignInfo attnres_block_design() {
       {.name = "attnres_block",
        .title = "Block AttnRes",
        .summary = "Block Attention Residuals: depth softmax over block sums",
+       .section = 10,
        .options = {{"attnres_blocks", "8",
                     "number of blocks; S = ceil(2L / attnres_blocks) sublayers each",
                     V::integer_at_least(1)},
@@ -58,7 +67,8 @@ DesignInfo attnres_block_design() {
        // Its two partial sums; under recompute the one it ends with.
        .bf16_state_values_per_token_block =
            [](const ModelConfig& c, bool recompute) { return (recompute ? 1.0 : 2.0) * c.d_model; },
-       .rounds_state = true});
+       .rounds_state = true,
+       .run_note = &one_sublayer_blocks_note});
 }
 
 }  // namespace db

@@ -18,6 +18,7 @@ DesignInfo attnres_full_design() {
       {.name = "attnres_full",
        .title = "Full AttnRes",
        .summary = "Full Attention Residuals: per-token softmax over all earlier outputs",
+       .section = 9,
        // The mixed inputs, the sources and their gradients.
        .state_values_per_token_block = [](const ModelConfig& c) { return 8.0 * c.d_model; },
        // Under train.recompute = blocks: the block's input mix, its two outputs as sources, and

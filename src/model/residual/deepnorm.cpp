@@ -66,6 +66,7 @@ DesignInfo deepnorm_design() {
       {.name = "deepnorm",
        .title = "DeepNorm",
        .summary = "DeepNorm: Post-LN N(α·x + F(x)), β-scaled init",
+       .section = 4,
        .options = {
            {"deepnorm_alpha", "auto", "skip weight α; auto = (2L)^(1/4)",
             V::real_above(0, {"auto", ""})},

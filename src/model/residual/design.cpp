@@ -4,11 +4,17 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/residual/registry.hpp"
 
 namespace db {
 
 template <class T>
 std::vector<double> ResidualDesign<T>::path_weights(const Backbone<T>& net) const {
+  const DesignInfo& design = find_design(net.config().arch);
+  DB_REQUIRE(design.branch_gates.empty(),
+             "design " + design.name +
+                 " gates its branches (branch_gates), so its paths do not all weigh 1: it must "
+                 "override path_weights (gates.hpp: gated_stream_path_weights)");
   const int sublayers = 2 * net.n_layer();
   const int sources = sublayers + 1, consumers = sublayers + 1;
   std::vector<double> w(size_t(sources) * consumers, std::numeric_limits<double>::quiet_NaN());

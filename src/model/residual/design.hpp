@@ -1,7 +1,7 @@
 // The one interface every residual design implements (doc/architectures.md §1–§10).
 // A design owns everything between the embedding output x0 and the LM head input: its norms,
 // its residual/stream/depth mixing and the readout including the final norm. Adding a design
-// means one new file in this folder and one line in registry.cpp.
+// means one new file in this folder (doc/designs.md, "Adding a design").
 #pragma once
 #include <memory>
 #include <string>
@@ -28,7 +28,8 @@ class ResidualDesign {
   // Residual path weights of the last forward, averaged over tokens (diagnostics.md §4):
   // a matrix [sources × consumers], sources = embedding then sublayer outputs 0..2L−1,
   // consumers = sublayer inputs 0..2L−1 then the readout; NaN where the source is not earlier.
-  // A single residual stream carries every earlier output with weight 1, the default here.
+  // A single residual stream carries every earlier output with weight 1, the default here; it
+  // throws for a design whose entry lists branch_gates (gates.hpp: gated_stream_path_weights).
   virtual std::vector<double> path_weights(const Backbone<T>& net) const;
 
   // Multi-stream designs (HC, mHC) also implement StreamMixingSource (stream_mixing.hpp):
@@ -47,18 +48,32 @@ class ResidualDesign {
   virtual std::vector<double> partial_sum_weights(const Backbone<T>&) const { return {}; }
 };
 
-// What a design says about itself, beyond its code: the registry entry's description, read by
-// the run config and suites (options and their ranges), `plan` and the memory estimate (state
-// per token), the optimizer (no-decay parameters), `depthbench designs` and the postprocess
-// (display name and order). Fields have defaults so a new design fills only what it has.
-struct DesignDescription {
-  std::string name;     // config value of model.arch, e.g. "attnres_block"
-  std::string title;    // display name in tables and figures, e.g. "Block AttnRes"
-  std::string summary;  // one line
-  std::vector<DesignOption> options;
+// A design's registry entry: what it says about itself beyond its code, and how to build it.
+// Read by the run config and suites (options and their ranges), `plan` and the memory estimate
+// (state per token), the optimizer (no-decay parameters), `depthbench designs` and the
+// postprocess (display name and order). Every field has a default, so a design's file fills only
+// what it has, with designated initialisers, and make_design_info<D> adds the code:
+//   DesignInfo foo_design() { return make_design_info<Foo>({.name = "foo", .summary = "..."}); }
+// The build finds such a function in every file of this folder (src/CMakeLists.txt: a line that
+// starts with `DesignInfo <name>_design()`) and registers it; nothing else lists the designs.
+struct DesignInfo {
+  std::string name = {};     // config value of model.arch, e.g. "attnres_block"
+  std::string title = {};    // display name in tables and figures, e.g. "Block AttnRes"
+  std::string summary = {};  // one line
+  // The section of doc/architectures.md that specifies it (§1 Pre-LN ... §10 Block AttnRes),
+  // which orders the registry and so every table and figure. 0: a design the paper does not
+  // have, listed after those by name.
+  int section = 0;
+  std::vector<DesignOption> options = {};
   // Parameters without weight decay, by the last component of their name (e.g. "static_alpha"
   // for blocks.3.attn_hc.static_alpha); each must name at least one declared parameter.
-  std::vector<std::string> no_decay;
+  std::vector<std::string> no_decay = {};
+  // Learned gates that scale a branch (ReZero's α, LayerScale's per-channel gains), by the last
+  // component of their name, as no_decay. A design that lists any writes its own path_weights
+  // (the default, weight 1 on every path, refuses it) and gets them moved off their init by the
+  // tests that need every gradient nonzero (tests/support/design_variants.hpp): a gate that
+  // starts at 0 makes the gradient of whatever it gates 0.
+  std::vector<std::string> branch_gates = {};
   // Values the design keeps per token and block beyond the backbone's saved tensors (its
   // streams, sources, depth pools and their gradients), for the memory estimate of `plan` and
   // of a run's start. Null: none.
@@ -77,15 +92,17 @@ struct DesignDescription {
   // (HC/mHC's streams, rounded: state_rounding.hpp; AttnRes's sources, stored:
   // state_values.hpp); a model refuses bf16 for the others.
   bool rounds_state = false;
-};
+  // A warning about a run of this design at this config, printed by `plan` and `sweep` (Block
+  // AttnRes: one sublayer per block is Full AttnRes under another name). Null or "": none.
+  std::string (*run_note)(const ModelConfig& config) = nullptr;
 
-struct DesignInfo : DesignDescription {
+  // The code, filled by make_design_info<D> from the class template D.
   // Declares the design's extra parameters and adjusts backbone inits (e.g. DeepNorm's β).
-  void (*declare)(ParameterLayout& layout, const ModelConfig& config);
-  std::unique_ptr<ResidualDesign<float>> (*make_float)(const ModelConfig& config);
-  std::unique_ptr<ResidualDesign<double>> (*make_double)(const ModelConfig& config);
+  void (*declare)(ParameterLayout& layout, const ModelConfig& config) = nullptr;
+  std::unique_ptr<ResidualDesign<float>> (*make_float)(const ModelConfig& config) = nullptr;
+  std::unique_ptr<ResidualDesign<double>> (*make_double)(const ModelConfig& config) = nullptr;
   // FLOPs per token a training step adds beyond 6N + 12·L·d·T (e.g. MoDA's depth attention).
-  double (*extra_flops_per_token)(const ModelConfig& config, int seq_len);
+  double (*extra_flops_per_token)(const ModelConfig& config, int seq_len) = nullptr;
 
   double state_values_per_token(const ModelConfig& config) const {
     return state_values_per_token_block ? state_values_per_token_block(config) : 0.0;
@@ -103,13 +120,11 @@ struct DesignInfo : DesignDescription {
   }
 };
 
-// Builds the DesignInfo of a design class template D<T> that provides
+// Completes the entry `info` of a design class template D<T> that provides
 // `static void declare(ParameterLayout&, const ModelConfig&)`, a constructor from ModelConfig
 // and optionally `static double extra_flops_per_token(const ModelConfig&, int)`.
 template <template <class> class D>
-DesignInfo make_design_info(DesignDescription description) {
-  DesignInfo info;
-  static_cast<DesignDescription&>(info) = std::move(description);
+DesignInfo make_design_info(DesignInfo info) {
   info.declare = &D<float>::declare;
   info.make_float = [](const ModelConfig& c) -> std::unique_ptr<ResidualDesign<float>> {
     return std::make_unique<D<float>>(c);

@@ -304,6 +304,7 @@ DesignInfo hc_design() {
       {.name = "hc",
        .title = "HC",
        .summary = "Hyper-Connections (dynamic, tanh): n streams mixed per token",
+       .section = 7,
        .options = {{"hc_streams", "4", "number of residual streams n",
                     OptionValues::integer_at_least(1)},
                    {"hc_readout", "norm_then_sum",

@@ -62,6 +62,7 @@ DesignInfo keel_design() {
       {.name = "keel",
        .title = "KEEL",
        .summary = "KEEL: Post-LN N_out(α·x + F(N_in(x))), α = 2L",
+       .section = 5,
        .options = {{"keel_alpha", "auto", "highway skip weight α; auto = 2L",
                     OptionValues::real_above(0, {"auto", ""})}}});
 }

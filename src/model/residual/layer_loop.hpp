@@ -34,10 +34,11 @@ class LayerMixing {
   // --- forward, in run_layers_forward's order ---------------------------------------------
   // Builds the state from the embedding x0 [rows, d].
   virtual void begin_forward(Backbone<T>& net, const T* x0) = 0;
+  // Where readout_forward will write the features, told before the blocks run, so that the
+  // last residual add can run the final norm in the same call (SingleStream). Default: unused.
+  virtual void set_readout_output(T* /*features*/) {}
   // z_l, the state block l reads (l = L: the readout's input); called once per l, in order.
-  // A design whose blocks read a mix of earlier outputs (AttnRes) computes the mix here. data
-  // may be null when no observer reads depth states and the design has left a residual add
-  // for its next norm to do (SingleStream's pending add, stream.hpp).
+  // A design whose blocks read a mix of earlier outputs (AttnRes) computes the mix here.
   virtual DepthState<T> depth_state(Backbone<T>& net, int l) = 0;
   // Sublayer (p, ffn) up to its core: reads the state, runs the core, shows what it ran on.
   virtual SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) = 0;
@@ -92,6 +93,7 @@ template <class T>
 void run_layers_forward(Backbone<T>& net, LayerMixing<T>& mixing, const T* x0, T* features) {
   const bool recompute = net.recompute_blocks();
   mixing.begin_forward(net, x0);
+  mixing.set_readout_output(features);
   for (int l = 0;; ++l) {
     const DepthState<T> z = mixing.depth_state(net, l);
     net.observe_depth_state(l, z.data, z.width);

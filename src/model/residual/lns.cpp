@@ -43,7 +43,8 @@ DesignInfo lns_design() {
   return make_design_info<Lns>(
       {.name = "lns",
        .title = "LNS",
-       .summary = "LayerNorm Scaling: Pre-LN with norm outputs · 1/sqrt(b+1)"});
+       .summary = "LayerNorm Scaling: Pre-LN with norm outputs · 1/sqrt(b+1)",
+       .section = 3});
 }
 
 }  // namespace db

@@ -310,6 +310,7 @@ DesignInfo mhc_design() {
       {.name = "mhc",
        .title = "mHC",
        .summary = "manifold-constrained Hyper-Connections: Sinkhorn-normalised stream mixing",
+       .section = 8,
        .options = {{"mhc_streams", "4", "number of residual streams n", V::integer_at_least(1)},
                    {"mhc_sinkhorn_iters", "20",
                     "Sinkhorn iterations (each a row then a column normalisation)",

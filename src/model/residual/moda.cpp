@@ -251,6 +251,7 @@ DesignInfo moda_design() {
       {.name = "moda",
        .title = "MoDA",
        .summary = "MoDA: Pre-LN with same-token depth keys/values in the attention softmax",
+       .section = 6,
        .options = {{"moda_rope_depth_keys", "false",
                     "rotate depth keys with RoPE (default: cached pre-RoPE)",
                     OptionValues::boolean()},

@@ -30,8 +30,10 @@ class PreLn : public ResidualDesign<T> {
 }  // namespace
 
 DesignInfo pre_ln_design() {
-  return make_design_info<PreLn>(
-      {.name = "pre_ln", .title = "Pre-LN", .summary = "Pre-LN baseline: x + F(N(x)), final norm"});
+  return make_design_info<PreLn>({.name = "pre_ln",
+                                  .title = "Pre-LN",
+                                  .summary = "Pre-LN baseline: x + F(N(x)), final norm",
+                                  .section = 1});
 }
 
 }  // namespace db

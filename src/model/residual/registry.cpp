@@ -1,29 +1,51 @@
 #include "model/residual/registry.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/error.hpp"
 
 namespace db {
 
-// One line per design; each function lives in the design's own file.
-DesignInfo pre_ln_design();
-DesignInfo sandwich_ln_design();
-DesignInfo lns_design();
-DesignInfo deepnorm_design();
-DesignInfo keel_design();
-DesignInfo moda_design();
-DesignInfo hc_design();
-DesignInfo mhc_design();
-DesignInfo attnres_full_design();
-DesignInfo attnres_block_design();
+// Every design file of this build, found by CMake (design_list.cpp.in, generated).
+std::vector<DesignInfo> designs_of_this_build();
 
 namespace {
 
+// Checks an entry and fills its defaults.
+DesignInfo completed(DesignInfo design) {
+  DB_REQUIRE(!design.name.empty() && design.declare && design.make_float && design.make_double,
+             "a registered design needs a name, declare and make functions (make_design_info)");
+  if (design.title.empty()) design.title = design.name;
+  if (!design.extra_flops_per_token)
+    design.extra_flops_per_token = [](const ModelConfig&, int) { return 0.0; };
+  return design;
+}
+
+void require_new_name(const std::deque<DesignInfo>& designs, const std::string& name) {
+  for (const DesignInfo& d : designs)
+    DB_REQUIRE(d.name != name, "design '" + name + "' is registered twice");
+}
+
+// The paper's designs by their section (§1..§10), then the others of this build by name.
+bool listed_before(const DesignInfo& a, const DesignInfo& b) {
+  const bool a_paper = a.section > 0, b_paper = b.section > 0;
+  if (a_paper != b_paper) return a_paper;
+  if (a.section != b.section) return a.section < b.section;
+  return a.name < b.name;
+}
+
 std::deque<DesignInfo>& registry() {
-  static std::deque<DesignInfo> designs = {
-      pre_ln_design(),       sandwich_ln_design(),   lns_design(), deepnorm_design(),
-      keel_design(),         moda_design(),          hc_design(),  mhc_design(),
-      attnres_full_design(), attnres_block_design(),
-  };
+  static std::deque<DesignInfo> designs = [] {
+    std::vector<DesignInfo> found = designs_of_this_build();
+    std::sort(found.begin(), found.end(), listed_before);
+    std::deque<DesignInfo> sorted;
+    for (DesignInfo& d : found) {
+      require_new_name(sorted, d.name);
+      sorted.push_back(completed(std::move(d)));
+    }
+    return sorted;
+  }();
   return designs;
 }
 
@@ -40,13 +62,8 @@ const std::deque<DesignInfo>& all_designs() {
 }
 
 bool register_design(DesignInfo design) {
-  DB_REQUIRE(!design.name.empty() && design.declare && design.make_float && design.make_double,
-             "a registered design needs a name, declare and make functions");
-  for (const DesignInfo& d : registry())
-    DB_REQUIRE(d.name != design.name, "design '" + design.name + "' is registered twice");
-  if (design.title.empty()) design.title = design.name;
-  if (!design.extra_flops_per_token)
-    design.extra_flops_per_token = [](const ModelConfig&, int) { return 0.0; };
+  design = completed(std::move(design));
+  require_new_name(registry(), design.name);
   registry().push_back(std::move(design));
   return true;
 }
@@ -54,6 +71,13 @@ bool register_design(DesignInfo design) {
 std::string design_names() {
   std::string names;
   for (const DesignInfo& d : all_designs()) names += (names.empty() ? "" : ", ") + d.name;
+  return names;
+}
+
+std::string state_rounding_design_names() {
+  std::string names;
+  for (const DesignInfo& d : all_designs())
+    if (d.rounds_state) names += (names.empty() ? "" : ", ") + d.name;
   return names;
 }
 
@@ -102,6 +126,8 @@ void declare_design_parameters(const DesignInfo& design, ParameterLayout& layout
   }
 }
 
-DesignRegistration::DesignRegistration(DesignInfo info) { register_design(std::move(info)); }
+DesignRegistration::DesignRegistration(DesignInfo info) {
+  register_design(std::move(info));
+}
 
 }  // namespace db

@@ -1,5 +1,6 @@
-// The named residual designs. Each entry describes itself (design.hpp: DesignDescription);
-// everything above the model asks the entry.
+// The named residual designs. Each entry describes itself (design.hpp: DesignInfo); everything
+// above the model asks the entry. The build registers every design file of src/model/residual/
+// (src/CMakeLists.txt); a design defined elsewhere (a test) registers with register_design.
 #pragma once
 #include <deque>
 #include <string>
@@ -8,7 +9,8 @@
 
 namespace db {
 
-// The ten designs of the paper in its order, then any registered later. A deque, so that
+// The paper's designs in its order (DesignInfo::section), then this build's other design files
+// by name, then designs registered later. A deque, so that
 // references returned by find_design stay valid when a design is registered.
 const std::deque<DesignInfo>& all_designs();
 // Adds a design (e.g. one defined in a test); throws db::Error when the name is taken.
@@ -27,6 +29,8 @@ const DesignInfo& find_design(const std::string& name);
 // The position of the design in the registry (0 for pre_ln): the order of tables and figures.
 int design_order(const std::string& name);
 std::string design_names();  // "pre_ln, sandwich_ln, ..."
+// The designs whose entry has rounds_state (train.state_dtype = bf16): "hc, mhc, ...".
+std::string state_rounding_design_names();
 // The design's options with their values (defaults included): "key=value;key=value", empty for
 // designs without options. Recorded in run, weight and checkpoint files.
 std::string design_options_text(const ModelConfig& config);

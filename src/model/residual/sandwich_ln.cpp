@@ -40,7 +40,8 @@ DesignInfo sandwich_ln_design() {
   return make_design_info<SandwichLn>(
       {.name = "sandwich_ln",
        .title = "Sandwich-LN",
-       .summary = "Sandwich-LN / Peri-LN: x + N_post(F(N_pre(x))), final norm"});
+       .summary = "Sandwich-LN / Peri-LN: x + N_post(F(N_pre(x))), final norm",
+       .section = 2});
 }
 
 }  // namespace db

@@ -42,31 +42,33 @@ void release_unless(Buffer<T>& buffer, const T* keep) {
 // design adds its sublayers, which read x_ and write the new stream into a buffer of their own
 // (forward), and update dx_ (backward). No sublayer overwrites the stream it read, so the norm
 // and core caches point at it instead of copying it (Backbone's NormCache), and the input of a
-// block is kept for train.recompute = blocks without a copy.
+// block is kept for train.recompute = blocks without a copy. x_ is always the stream.
 //
-// A sublayer may leave its residual add x' = y + x pending (pending_ = y's buffer): the norm that
-// reads x' next then does the add in the same pass (stream_norm, ops.hpp add_rmsnorm_forward),
-// the next sublayer's or the final one, and writes x' into y's buffer. Every other reader of the
-// stream settles the add first (a plain add): an observed depth state, a saved block input.
-// Sandwich-LN's add also leaves its branch norm pending (pending_branch_): x' = N(y) + x, with
-// pending_ the buffer for x' (ops.hpp norm_add_rmsnorm_forward).
+// The residual add and the norm that reads its sum next are one call at the point of the add
+// (add_to_stream; ops.hpp add_rmsnorm_forward, as llm.c's fused_residual_forward): the merge of
+// sublayer (p, ffn) computes x' = x + branch and the input norm of the next sublayer that runs
+// (the design's input_norm), or the final norm after the last block, in one pass, and the next
+// sublayer takes that norm's output (normed_input) instead of computing it. Where the next
+// reader has no norm, or under train.recompute = blocks at a block's end (the block keeps its
+// output, and its re-run must not write the next block's buffers) or train.fused_kernels = off,
+// the add runs on its own and the next norm later: the same bits either way.
 template <class T>
 class SingleStream : public LayerMixing<T> {
  public:
   void begin_forward(Backbone<T>& net, const T* x0) override {
     x0_.assign(x0, net.rows() * net.d());
     x_ = x0_.data();
-    pending_ = nullptr;
-    pending_branch_ = {};
+    normed_ahead_ = kNone;
     block_input_.assign(net.n_layer(), nullptr);
   }
-  // Only the observers read z_l: without one a pending add stays pending, and data is null.
-  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override {
-    if (net.observer && net.observer->depth_state) settle(net);
-    return {pending_ ? nullptr : x_, net.d()};
-  }
+  void set_readout_output(T* features) override { features_ = features; }
+  DepthState<T> depth_state(Backbone<T>& net, int /*l*/) override { return {x_, net.d()}; }
   void readout_forward(Backbone<T>& net, T* features) override {
-    stream_norm(net, net.layout().id("final_norm"), features, final_norm_);
+    if (normed_ahead_ == kFinal)  // the last add already normed the stream into features
+      normed_ahead_ = kNone;
+    else
+      net.rmsnorm_forward(net.layout().id("final_norm"), x_, features, final_norm_, net.rows(),
+                          net.d());
   }
   void readout_backward(Backbone<T>& net, const T* dfeatures) override {
     dx_.resize(net.rows() * net.d());
@@ -77,69 +79,94 @@ class SingleStream : public LayerMixing<T> {
     net.ops().copy(dx0, dx_.data(), net.rows() * net.d());
   }
   // The block's input is the output buffer of an earlier sublayer (or x0_), kept by its owner.
-  void save_block_input(Backbone<T>& net, int p) override {
-    settle(net);
-    block_input_[p] = x_;
-  }
+  void save_block_input(Backbone<T>&, int p) override { block_input_[p] = x_; }
   void restore_block_input(Backbone<T>&, int p) override {
     x_ = block_input_[p];
-    pending_ = nullptr;
-    pending_branch_ = {};
+    normed_ahead_ = kNone;
   }
 
  protected:
-  // y = RMSNorm(x)·gain of the stream x, the pending add first in the same op.
-  void stream_norm(Backbone<T>& net, int gain, T* y, NormCache<T>& cache) {
-    if (pending_ && net.fused_kernels()) {
-      // x' = 1·x + y: the same bits as y + x.
-      if (pending_branch_.y)
-        net.norm_add_rmsnorm_forward(pending_branch_.gain, *pending_branch_.cache, gain, pending_,
-                                     x_, pending_branch_.y, y, cache, net.rows(), net.d());
-      else
-        net.add_rmsnorm_forward(gain, pending_, x_, pending_, 1.0, y, cache, net.rows(), net.d());
-      x_ = pending_;
-      pending_ = nullptr;
-      pending_branch_ = {};
-    } else {
-      settle(net);
-      net.rmsnorm_forward(gain, x_, y, cache, net.rows(), net.d());
+  // The input norm of sublayer (p, ffn), the stream's next reader: its gain, the buffer its
+  // output goes to (sized rows·d by the design) and its statistics. gain < 0: the sublayer
+  // reads the stream without a norm (the default).
+  struct InputNorm {
+    int gain = -1;
+    T* y = nullptr;
+    NormCache<T>* cache = nullptr;
+  };
+  virtual InputNorm input_norm(Backbone<T>& /*net*/, int /*p*/, bool /*ffn*/) { return {}; }
+
+  // A norm of the branch before the add, x' = x + N(branch) (Sandwich-LN): its gain, output
+  // buffer (which then receives x') and statistics; gain < 0: none.
+  struct BranchNorm {
+    int gain = -1;
+    T* y = nullptr;
+    NormCache<T>* cache = nullptr;
+  };
+
+  // x' = x + branch into the branch's buffer (branch + x: the same bits as x + branch), or with a
+  // branch norm x' = x + N(branch) into the norm's output buffer, and the norm that reads x'
+  // next, in one call where both are known; then x_ = x'.
+  void add_to_stream(Backbone<T>& net, int p, bool ffn, T* branch,
+                     const BranchNorm& branch_norm = {}) {
+    const int64_t rows = net.rows();
+    const int d = net.d();
+    T* sum = branch_norm.gain >= 0 ? branch_norm.y : branch;
+    int next = kNone;
+    InputNorm target;
+    if (net.fused_kernels()) {
+      next = next_reader(net, p, ffn);
+      if (next == kFinal)
+        target = {net.layout().id("final_norm"), features_, &final_norm_};
+      else if (next != kNone)
+        target = input_norm(net, next / 2, next % 2);
+      if (target.gain < 0 || !target.y) next = kNone;
     }
-  }
-  // Does the pending add on its own: x_ is then the stream.
-  void settle(Backbone<T>& net) {
-    if (!pending_) return;
-    settle_branch_norm(net);
-    add_into(net.ops(), pending_, x_, net.rows() * net.d());
-    x_ = pending_;
-    pending_ = nullptr;
+    if (next == kNone) {  // the add on its own: the next reader norms x' itself
+      if (branch_norm.gain >= 0)
+        net.rmsnorm_forward(branch_norm.gain, branch, sum, *branch_norm.cache, rows, d);
+      add_into(net.ops(), sum, x_, rows * d);
+    } else if (branch_norm.gain >= 0) {  // 1·x + N(y): the bits of the two steps
+      net.norm_add_rmsnorm_forward(branch_norm.gain, *branch_norm.cache, target.gain, sum, x_,
+                                   branch, target.y, *target.cache, rows, d);
+    } else {
+      net.add_rmsnorm_forward(target.gain, sum, x_, branch, 1.0, target.y, *target.cache, rows, d);
+    }
+    x_ = sum;
+    normed_ahead_ = next;
   }
 
-  // Runs a pending branch norm on its own, into pending_, leaving the add pending.
-  void settle_branch_norm(Backbone<T>& net) {
-    if (!pending_branch_.y) return;
-    net.rmsnorm_forward(pending_branch_.gain, pending_branch_.y, pending_, *pending_branch_.cache,
-                        net.rows(), net.d());
-    pending_branch_ = {};
+  // The normed stream for sublayer (p, ffn) through its input norm: the output the add before
+  // it wrote, or the norm run now.
+  void normed_input(Backbone<T>& net, int p, bool ffn, const InputNorm& norm) {
+    if (normed_ahead_ == 2 * p + ffn) {
+      normed_ahead_ = kNone;
+      return;
+    }
+    net.rmsnorm_forward(norm.gain, x_, norm.y, *norm.cache, net.rows(), net.d());
   }
 
   // The stream [rows, d] the next sublayer reads: x0_ or an earlier sublayer's output buffer,
-  // unchanged until the backward; plus pending_ when that is not null. dx_: ∂loss/∂x of the
-  // sublayer being differentiated.
+  // unchanged until the backward. dx_: ∂loss/∂x of the sublayer being differentiated.
   const T* x_ = nullptr;
-  T* pending_ = nullptr;
-  // The branch norm due before the pending add: y's buffer, its gain and statistics (y null:
-  // none).
-  struct PendingBranchNorm {
-    const T* y = nullptr;
-    int gain = -1;
-    NormCache<T>* cache = nullptr;
-  };
-  PendingBranchNorm pending_branch_;
   Buffer<T> dx_;
 
  private:
+  static constexpr int kNone = -1, kFinal = -2;
+
+  // Who reads the stream after sublayer (p, ffn)'s add: the next running sublayer 2q + ffn, the
+  // final norm (kFinal), or kNone at a block's end under train.recompute = blocks.
+  int next_reader(const Backbone<T>& net, int p, bool ffn) const {
+    if (!ffn) return 2 * p + 1;
+    if (net.recompute_blocks()) return kNone;
+    int q = p + 1;
+    while (q < net.n_layer() && net.skipped(q)) ++q;
+    return q == net.n_layer() ? (features_ ? kFinal : kNone) : 2 * q;
+  }
   Buffer<T> x0_;
   NormCache<T> final_norm_;
+  T* features_ = nullptr;              // where the readout writes, for a final norm run early
+  int normed_ahead_ = kNone;           // the sublayer whose input norm an add has run, or kFinal
   std::vector<const T*> block_input_;  // by position, under train.recompute = blocks
 };
 
@@ -153,9 +180,8 @@ class PreNormStream : public SingleStream<T> {
   SublayerIO<T> sublayer_forward(Backbone<T>& net, int p, bool ffn) override {
     const int64_t count = net.rows() * net.d();
     Sublayer& c = subs_[2 * p + ffn];
-    c.u.resize(count);
     c.y.resize(count);
-    stream_norm(net, net.block_param(p, ffn ? "ffn_norm" : "attn_norm"), c.u.data(), c.norm);
+    normed_input(net, p, ffn, input_norm(net, p, ffn));
     scale_into(net.ops(), c.u.data(), scale(net, p), count);
     if (ffn)
       net.ffn_forward(p, c.u.data(), c.y.data());
@@ -164,12 +190,10 @@ class PreNormStream : public SingleStream<T> {
     return {c.u.data(), c.y.data()};
   }
 
-  // x' = y + x, to go in y's buffer (the core's backward does not read its output), is left
-  // pending for the norm that reads x' next (SingleStream::stream_norm). x stays as the norm's
-  // cache saw it.
+  // x' = y + x into y's buffer (the core's backward does not read its output), with the next
+  // norm in the same call (SingleStream::add_to_stream). x stays as the norm's cache saw it.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
-    settle(net);  // nothing is pending here in the layer loop's order
-    pending_ = subs_[2 * p + ffn].y.data();
+    add_to_stream(net, p, ffn, subs_[2 * p + ffn].y.data());
   }
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
@@ -187,10 +211,8 @@ class PreNormStream : public SingleStream<T> {
                          /*accumulate_dx=*/true);
   }
 
-  // The block's output, the state kept, is one buffer once its pending add is done (under
-  // train.recompute = blocks the add at the block's end is therefore not fused).
-  void release_block(Backbone<T>& net, int p) override {
-    settle(net);
+  // The block's output, the state kept, is the last sublayer's buffer.
+  void release_block(Backbone<T>&, int p) override {
     for (Sublayer* c : {&subs_[2 * p], &subs_[2 * p + 1]}) {
       c->norm.release();
       c->u = {};
@@ -198,12 +220,19 @@ class PreNormStream : public SingleStream<T> {
     }
   }
 
+ protected:
+  using typename SingleStream<T>::InputNorm;
+  InputNorm input_norm(Backbone<T>& net, int p, bool ffn) override {
+    Sublayer& c = subs_[2 * p + ffn];
+    c.u.resize(net.rows() * net.d());
+    return {net.block_param(p, ffn ? "ffn_norm" : "attn_norm"), c.u.data(), &c.norm};
+  }
+
  private:
   using SingleStream<T>::x_;
-  using SingleStream<T>::pending_;
   using SingleStream<T>::dx_;
-  using SingleStream<T>::settle;
-  using SingleStream<T>::stream_norm;
+  using SingleStream<T>::add_to_stream;
+  using SingleStream<T>::normed_input;
 
   double scale(const Backbone<T>& net, int p) const {
     return block_scale_.empty() ? 1.0 : block_scale_[net.param_block(p)];

@@ -64,15 +64,11 @@ class SublayerStack : public SingleStream<T> {
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t count = net.rows() * net.d();
-    const T* u = nullptr;
-    if (!f.in_norm.empty()) {  // the add the previous sublayer left pending goes with N_in
-      c.u.resize(count);
-      stream_norm(net, net.block_param(p, f.in_norm), c.u.data(), c.in);
+    const T* u = x_;
+    if (!f.in_norm.empty()) {  // run by the add before it when that could (add_to_stream)
+      normed_input(net, p, ffn, input_norm(net, p, ffn));
       scale_into(net.ops(), c.u.data(), f.in_scale, count);
       u = c.u.data();
-    } else {
-      settle(net);
-      u = x_;
     }
     Buffer<T>& y = output(f, c);
     y.resize(count);
@@ -82,30 +78,24 @@ class SublayerStack : public SingleStream<T> {
 
   // Every step writes a buffer of this sublayer's own, so x and what the caches saw stay.
   void sublayer_merge(Backbone<T>& net, int p, bool ffn) override {
-    settle(net);  // nothing is pending here in the layer loop's order
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
     T* branch = output(f, c).data();
-    const bool pending = f.alpha == 1.0 && f.out_norm.empty();
+    // x' = x + branch (or x + N_branch(y): Sandwich-LN, MoDA, KEEL's block-0 attention) without
+    // α or N_out: the add and the next norm in one call (SingleStream::add_to_stream), x' in
+    // the branch's buffer (branch + x: the same bits as x + branch).
+    if (f.alpha == 1.0 && f.out_norm.empty()) {
+      if (f.branch_norm.empty()) return add_to_stream(net, p, ffn, branch);
+      c.branch_y.resize(count);
+      return add_to_stream(net, p, ffn, c.y.data(),
+                           {net.block_param(p, f.branch_norm), c.branch_y.data(), &c.branch});
+    }
     if (!f.branch_norm.empty()) {
       c.branch_y.resize(count);
-      const int gain = net.block_param(p, f.branch_norm);
-      // Left pending too when fused: the next norm's pass normalises y itself (Sandwich-LN).
-      if (pending && net.fused_kernels()) {
-        pending_branch_ = {c.y.data(), gain, &c.branch};
-        pending_ = c.branch_y.data();
-        return;
-      }
-      net.rmsnorm_forward(gain, c.y.data(), c.branch_y.data(), c.branch, rows, net.d());
+      net.rmsnorm_forward(net.block_param(p, f.branch_norm), c.y.data(), c.branch_y.data(),
+                          c.branch, rows, net.d());
       branch = c.branch_y.data();
-    }
-    // x' = branch + x without N_out (Sandwich-LN, MoDA, KEEL's block-0 attention): left pending
-    // for the norm that reads x' next, as Pre-LN's (SingleStream::stream_norm), into the
-    // branch's buffer.
-    if (pending) {
-      pending_ = branch;
-      return;
     }
     // sum = α·x + branch. The backward reads neither the branch (y without a branch norm: the
     // core's backward does not read its output) nor the norm's output, so with α = 1 the sum
@@ -147,10 +137,8 @@ class SublayerStack : public SingleStream<T> {
     x_ = c.out_y.data();
   }
 
-  // The block's output, the state kept, is one buffer once its pending add is done (under
-  // train.recompute = blocks the add at the block's end is therefore not fused).
-  void release_block(Backbone<T>& net, int p) override {
-    settle(net);
+  // The block's output, the state kept, is the buffer x_ points at.
+  void release_block(Backbone<T>&, int p) override {
     for (Cache* c : {&caches_[2 * p], &caches_[2 * p + 1]}) {
       for (NormCache<T>* norm : {&c->in, &c->branch, &c->out}) norm->release();
       for (Buffer<T>* b : {&c->u, &c->y, &c->branch_y, &c->sum, &c->out_y}) release_unless(*b, x_);
@@ -159,9 +147,6 @@ class SublayerStack : public SingleStream<T> {
 
   // dx_ holds ∂/∂x' on entry and ∂/∂x on return.
   void sublayer_backward(Backbone<T>& net, int p, bool ffn) override {
-    // A block re-run for its backward (train.recompute = blocks) ends with its last branch norm
-    // pending, as nothing reads the stream after it; its backward needs the norm's statistics.
-    settle_branch_norm(net);
     const SublayerForm f = form_(net, p, ffn);
     Cache& c = caches_[2 * p + ffn];
     const int64_t rows = net.rows(), count = rows * net.d();
@@ -200,13 +185,20 @@ class SublayerStack : public SingleStream<T> {
   }
 
  private:
+  using typename SingleStream<T>::InputNorm;
   using SingleStream<T>::x_;
-  using SingleStream<T>::pending_;
-  using SingleStream<T>::pending_branch_;
   using SingleStream<T>::dx_;
-  using SingleStream<T>::settle;
-  using SingleStream<T>::settle_branch_norm;
-  using SingleStream<T>::stream_norm;
+  using SingleStream<T>::add_to_stream;
+  using SingleStream<T>::normed_input;
+
+  // N_in of sublayer (p, ffn) into its u, for the add before it (SingleStream::add_to_stream).
+  InputNorm input_norm(Backbone<T>& net, int p, bool ffn) override {
+    const SublayerForm f = form_(net, p, ffn);
+    if (f.in_norm.empty()) return {};
+    Cache& c = caches_[2 * p + ffn];
+    c.u.resize(net.rows() * net.d());
+    return {net.block_param(p, f.in_norm), c.u.data(), &c.in};
+  }
 
   // What sublayer k keeps: its norms' statistics and the tensors it wrote (each absent part of
   // its form stays empty): N_in's output u, the core's output y, N_branch(y), the sum α·x + ...
