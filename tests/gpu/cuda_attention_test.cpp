@@ -45,8 +45,13 @@ void check_attention(const cpu::AttentionShape& s) {
   // Softmax and accumulation run in fp32 in both modes; bf16 mode rounds o, dq, dk, dv once.
   BOOST_TEST(within("o", relative_error(o_gpu, o), tolerance<T>()));
   BOOST_TEST(within("lse", relative_error(lse_d.download(), lse), kFp32Tolerance));
-  BOOST_TEST(within("dq", relative_error(to_host(dq_d), dq), tolerance<T>()));
-  BOOST_TEST(within("dk", relative_error(to_host(dk_d), dk), tolerance<T>()));
+  // dq and dk are measured against at least the size of dv: over one key (T = 1) the softmax is
+  // 1, dS = P∘(dP − D) vanishes, and both sides hold only the rounding of dP − D, which the GPU's
+  // and the CPU's sums leave in different bits (found by the first run, on the emulated device).
+  double dv_size = 0;
+  for (float x : dv) dv_size = std::max(dv_size, std::fabs(double(x)));
+  BOOST_TEST(within("dq", relative_error(to_host(dq_d), dq, dv_size), tolerance<T>()));
+  BOOST_TEST(within("dk", relative_error(to_host(dk_d), dk, dv_size), tolerance<T>()));
   BOOST_TEST(within("dv", relative_error(to_host(dv_d), dv), tolerance<T>()));
 }
 

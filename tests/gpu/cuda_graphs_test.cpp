@@ -61,15 +61,11 @@ Trained train(const std::string& arch, Precision precision, CudaGraphs mode,
       model.accumulate_forward_backward(tokens.data(), m, kSeq, scale);
     }
     out.losses.push_back(model.take_loss_sum() * scale);
-    if (step + 1 == kSteps) {
-      const auto g = model.params().grads();
-      out.grads.assign(g.begin(), g.end());
-    }
+    if (step + 1 == kSteps) out.grads = model.params().grad_buffer().to_host();
     const double norm = global_norm(model.params());
     optimizer.step(model.params(), 1e-3, norm > 1.0 ? 1.0 / norm : 1.0);
   }
-  const auto p = model.params().values();
-  out.params.assign(p.begin(), p.end());
+  out.params = model.params().values_to_host();
   out.status = model.ops().capture_status();
   return out;
 }

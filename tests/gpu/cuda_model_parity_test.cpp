@@ -169,12 +169,17 @@ BOOST_AUTO_TEST_CASE(bf16_activation_storage_matches_the_cpus_on_the_gpu) {
     options.activation_dtype = ActivationDtype::bf16;
     options.precision = precision;
     const std::string suffix = std::string(", bf16 storage, ") + precision_name(precision);
+    // In bf16 precision the GPU's products also round their fp32 operands (the weights) to bf16,
+    // which the CPU does not: a second rounding the bound must cover. Found on the emulated
+    // device: AttnRes's pseudo-query gradient (a sum over tokens that partly cancels) came out
+    // at 1.05 times the one-rounding bound.
+    const double tolerance = precision == Precision::bf16 ? 2 * kBf16Tolerance : kBf16Tolerance;
     for (const DesignInfo& design : all_designs())
-      check_design(tiny_config(design.name), design.name + suffix, options, kBf16Tolerance);
+      check_design(tiny_config(design.name), design.name + suffix, options, tolerance);
     ModelConfig gqa = tiny_config("moda");
     gqa.n_kv_head = 2;
     gqa.qk_norm = true;
-    check_design(gqa, "moda, 2 kv heads, qk_norm" + suffix, options, kBf16Tolerance);
+    check_design(gqa, "moda, 2 kv heads, qk_norm" + suffix, options, tolerance);
   }
 }
 

@@ -5,7 +5,10 @@ if(TARGET depthbench AND SYSTEM_PYTHON)
   add_test(NAME gpu.train_on_gpu
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/train_on_gpu.sh $<TARGET_FILE:depthbench> ${SYSTEM_PYTHON}
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/gpu_train "${MPIRUN}")
-  set_tests_properties(gpu.train_on_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu TIMEOUT 600)
+  set_tests_properties(gpu.train_on_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu TIMEOUT 1200)
+  if(DEPTHBENCH_CUDA_EMULATION)
+    set_tests_properties(gpu.train_on_gpu PROPERTIES ENVIRONMENT DEPTHBENCH_EMULATED_DEVICE=1)
+  endif()
 endif()
 # The GPU check bundle (tests/gpu/bundle.sh) in a bare Debian root made by debootstrap (cached
 # under the build folder): env.sh, depthbench, a 2-rank mpirun CPU training and check.sh --bundle

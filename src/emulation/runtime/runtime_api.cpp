@@ -300,6 +300,28 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
                             cudaStream_t stream) {
   return copy_async(dst, src, bytes, stream, false);
 }
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                              size_t width, size_t height, cudaMemcpyKind, cudaStream_t stream) {
+  EMU_STICKY();
+  if (width > dst_pitch || width > src_pitch) return record_error(cudaErrorInvalidValue);
+  if (width == 0 || height == 0) return cudaSuccess;
+  const size_t dst_extent = dst_pitch * (height - 1) + width;
+  const size_t src_extent = src_pitch * (height - 1) + width;
+  if ((in_device_arena(dst) && !is_device(dst, dst_extent)) ||
+      (in_device_arena(src) && !is_device(src, src_extent)))
+    return record_error(cudaErrorInvalidValue);
+  const bool host_side = !in_device_arena(dst) || !in_device_arena(src);
+  if (host_side && !(is_pinned(dst) || in_device_arena(dst)))
+    if (cudaError_t e = forbidden_during_capture("a 2-D copy with pageable host memory")) return e;
+  if (cudaError_t e = enqueue(stream, "cudaMemcpy2D", [=] {
+        for (size_t row = 0; row < height; ++row)
+          std::memmove(static_cast<char*>(dst) + row * dst_pitch,
+                       static_cast<const char*>(src) + row * src_pitch, width);
+      }))
+    return e;
+  if (!in_device_arena(dst) && !is_pinned(dst)) drain(stream_of(stream));
+  return record_error(sticky_error());
+}
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
   EMU_STICKY();
   if (bytes && !is_device(p, bytes)) return record_error(cudaErrorInvalidValue);

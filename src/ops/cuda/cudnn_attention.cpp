@@ -246,7 +246,9 @@ Layouts layouts_of(const AttentionShape& s, int64_t d) {
   l.scores_transposed = {{B, H, S, S}, {H * S * S, S * S, 1, S}};
   l.row_stat = {{B, H, S, 1}, {H * S, S, 1, 1}};  // our lse layout [B, H, T]
   l.full_head = {{B, H, S, d}, {H * S * d, S * d, d, 1}};
-  l.d_o_times_o = {{B, H, S, d}, {H * S * d, S * d, H * d, 1}};
+  // dO∘O in the layout of its operands ([B, T, H, d]); the strides it had before put distinct
+  // elements at one address (found by the emulated device's cuDNN, doc/cuda.md).
+  l.d_o_times_o = l.q;
   return l;
 }
 
