@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -33,6 +34,16 @@ constexpr double kBf16Tolerance = 1.6e-2;
       return;                                                                        \
     }                                                                                \
   } while (0)
+
+// The emulated device (doc/cuda.md, "The emulated device") runs every kernel on the host, each
+// thread a fiber and each memory access checked: a test keeps every kind of shape it checks (tile
+// edges, grouped heads, each head dim) and shortens only what costs time there (the longest
+// sequences).
+inline bool on_emulated_device() {
+  static const bool emulated =
+      cuda::cuda_available() && cuda::device_name(0).find("(emulated)") != std::string::npos;
+  return emulated;
+}
 
 inline std::vector<float> random_floats(size_t n, uint64_t seed, double scale = 1.0) {
   Rng rng(seed, "gpu-parity");

@@ -42,3 +42,15 @@ if(SYSTEM_PYTHON AND NOT DEPTHBENCH_CUDA_EMULATION)  # reads nvcc's cubins
   set_tests_properties(gpu.kernel_launch_resources PROPERTIES LABELS gpu TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endif()
+# On the emulated device (doc/cuda.md, "The emulated device"): check.sh's sweep stage with
+# train.backend = cuda from this build tree (the ops stage would rerun the programs above), and
+# `depthbench selftest --backend cuda`, the first command on a new GPU node.
+if(DEPTHBENCH_CUDA_EMULATION AND TARGET depthbench)
+  add_test(NAME gpu.check_sweep_stage_on_emulated_device
+           COMMAND env DEPTHBENCH_EMULATED_DEVICE=1 CHECK_PREBUILT=1 BUILD=${PROJECT_BINARY_DIR}
+                   STAGES=sweep WORK=${PROJECT_BINARY_DIR}/test-work/check PYTHON=${SYSTEM_PYTHON}
+                   bash ${CMAKE_CURRENT_LIST_DIR}/check.sh)
+  set_tests_properties(gpu.check_sweep_stage_on_emulated_device PROPERTIES LABELS gpu TIMEOUT 600)
+  add_test(NAME gpu.selftest_on_emulated_device COMMAND $<TARGET_FILE:depthbench> selftest --backend cuda)
+  set_tests_properties(gpu.selftest_on_emulated_device PROPERTIES LABELS gpu TIMEOUT 900)
+endif()
