@@ -27,6 +27,13 @@ struct Suite {
   std::vector<int> depths;                  // solved with the budget
   std::vector<std::pair<int, int>> shapes;  // explicit (L, d)
   ShapeRule rule;
+  // Iso-parameter honesty (doc/suites.md, "The shape solver"): a solved shape whose count is
+  // further than this fraction from the budget is refused, naming budgets that would work.
+  double budget_tolerance = 0.05;
+  int min_head_dim = 8;  // shapes with a smaller head_dim are refused (a suite may lower it)
+  // Training seeds, one run per seed (the seed axis); empty: one run with the recipe's
+  // train.seed and names without a seed part.
+  std::vector<uint64_t> seeds;
   double tokens_per_parameter = 20;  // unless the recipe fixes train.steps
   // Diagnostics run on every run that completes in a sweep (`diagnostics = all` or names;
   // default none): doc/diagnostics.md.
