@@ -232,12 +232,14 @@ def ranking_table(panel: Panel) -> Table:
                      Value(c.aspect_ratio, digits=2), c.n_layer, c.d_model,
                      format_lr(c.best_learning_rate),
                      Value(e.mean_rank, digits=2), e.shapes_ranked,
-                     depth_trend(panel, e.arch).verdict, e.vs_next])
+                     depth_trend(panel, e.arch).verdict, e.vs_next, c.seeds])
     notes = ["Each design at its best shape and learning rate; designs ordered by that loss. "
              "'mean rank' averages the design's rank over the shapes where it has a result.",
              _noise_note() + " 'vs next' compares with the design ranked below.",
              "trend with depth: the bootstrap verdict of the trend table (a direction only "
-             "where the interval supports it)."]
+             "where the interval supports it).",
+             "seeds: the training seeds the design's best loss averages (its interval adds "
+             "their spread to the validation windows')."]
     unranked = [names.design_title(a) for a in panel.designs if panel.trend(a).optimal is None]
     if unranked:
         notes.append("No completed run at any shape: " + ", ".join(unranked) + ".")
@@ -245,7 +247,7 @@ def ranking_table(panel: Panel) -> Table:
         notes.append("‡ " + ", ".join(renamed) + ": " + BLOCK_IS_FULL_NOTE)
     return Table(f"ranking_{panel.key}", f"Ranking: {panel.title}",
                  ["rank", "design", "best val loss", "d/L", "L", "d", "lr", "mean rank",
-                  "shapes", "trend with depth", "vs next"], rows, notes)
+                  "shapes", "trend with depth", "vs next", "seeds"], rows, notes)
 
 
 def benchmark_table(panel: Panel) -> Table:
@@ -290,7 +292,8 @@ def trend_table(panel: Panel) -> Table:
                      Value(stats.slope, stats.slope_interval, digits=5),
                      Value(None if opt is None else opt.aspect_ratio, digits=2),
                      None if opt is None else f"L{opt.n_layer} d{opt.d_model}",
-                     t.spread_vs_noise, "; ".join(stats.not_ranked_notes()) or None])
+                     t.spread_vs_noise, "; ".join(stats.not_ranked_notes()) or None,
+                     min((c.seeds for c in t.cells), default=None)])
     notes = ["slope: least-squares slope of validation loss against ln(d/L) with its 95% "
              "bootstrap interval; positive means wide shapes lose more (depth helps), negative "
              "means depth hurts.",
@@ -313,7 +316,8 @@ def trend_table(panel: Panel) -> Table:
                      "although no two shapes are told apart on their own.")
     return Table(f"trend_{panel.key}", f"Depth trend per design: {panel.title}",
                  ["design", "shapes", "pattern", "verdict", "slope dloss/dln(d/L)",
-                  "optimal d/L", "optimal shape", "best vs worst", "not ranked"], rows, notes)
+                  "optimal d/L", "optimal shape", "best vs worst", "not ranked", "seeds"],
+                 rows, notes + ["seeds: the fewest seeds behind any shape of the trend."])
 
 
 def shape_ranking_table(panel: Panel) -> Table:

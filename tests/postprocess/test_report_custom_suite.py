@@ -28,8 +28,9 @@ def test_a_custom_suite_leads_with_its_results_and_collapses_absent_findings(tmp
     _custom_sweep(tmp_path / "runs")
     report = build_report(tmp_path / "runs", tmp_path / "out", pdf=False)
     titles = [s.title for s in report.sections]
-    assert titles[0].endswith("(`mycorpus`)"), titles
-    assert titles.index("Findings") > titles.index(titles[0])
+    # The evidence behind the user's results first (issue 40), then the results themselves.
+    assert titles[0] == "Evidence" and titles[1].endswith("(`mycorpus`)"), titles
+    assert titles.index("Findings") > titles.index(titles[1])
     section = report.sections[titles.index("Findings")]
     absent = [line for line in section.text if "need suites not in this directory" in line]
     assert len(absent) == 1 and "not listed" in absent[0]
