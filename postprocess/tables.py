@@ -258,6 +258,8 @@ def benchmark_table(panel: Panel) -> Table:
         ranking = panel.ranking_at(s)
         best_per_shape[s] = ranking[0].arch if ranking else None
     notes, rows = [], []
+    footnote: dict[str, int] = {}  # flag text -> its number
+    where: dict[str, list[str]] = {}  # flag text -> the cells it is said of
     for arch in panel.designs:
         row = [names.design_title(arch)]
         for s in shapes:
@@ -268,12 +270,22 @@ def benchmark_table(panel: Panel) -> Table:
             flags = cell.flags()
             mark = ""
             if flags:
-                notes.append(f"[{len(notes) + 1}] {names.design_title(arch)} at "
-                             f"{shape_label(*s, cell.aspect_ratio)}: " + "; ".join(flags) + ".")
-                mark = f" [{len(notes)}]"
+                # A footnote shared by many cells (a Block AttnRes that is Full AttnRes at every
+                # shallow shape) is said once and its number reused.
+                flag = "; ".join(flags)
+                if flag not in footnote:
+                    footnote[flag] = len(footnote) + 1
+                    where[flag] = []
+                where[flag].append(f"{names.design_title(arch)} at "
+                                   f"{shape_label(*s, cell.aspect_ratio)}")
+                mark = f" [{footnote[flag]}]"
             row.append(Value(cell.val_loss, cell.interval, cell.best_learning_rate,
                              bold=best_per_shape[s] == arch, mark=mark))
         rows.append(row)
+    for flag, number in footnote.items():
+        cells = where[flag]
+        notes.append(f"[{number}] {cells[0]}: {flag}." if len(cells) == 1
+                     else f"[{number}] {flag}: {'; '.join(cells)}.")
     columns = ["design"] + [shape_label(*s, panel.aspect_ratio(s)) for s in shapes]
     notes = ["Final validation loss at the best learning rate (@lr), with the 95% bootstrap "
              "interval in brackets when the run file has one; bold: best design at the shape; "

@@ -253,9 +253,13 @@ void read_estimate(const std::vector<Line>& lines, const std::string& source, Su
         DB_REQUIRE(s.estimate.peak_tflops_per_gpu > 0, key + " must be positive");
       } else if (l.key == "gpus_per_run") {
         s.estimate.gpus_per_run = parse_int(key, l.value);
+      } else if (l.key == "cpu_gflops_per_rank") {
+        s.estimate.cpu_gflops_per_rank = parse_double(key, l.value);
+        DB_REQUIRE(s.estimate.cpu_gflops_per_rank > 0, key + " must be positive");
       } else {
         throw Error("unknown key '" + key +
-                    "' (valid: estimate.mfu, peak_tflops_per_gpu, gpus_per_run)");
+                    "' (valid: estimate.mfu, peak_tflops_per_gpu, gpus_per_run, "
+                    "cpu_gflops_per_rank)");
       }
     } catch (const Error& e) {
       throw Error(where + e.what());
