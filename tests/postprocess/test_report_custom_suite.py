@@ -63,7 +63,9 @@ def test_block_attnres_with_one_sublayer_blocks_is_marked_full_attnres(tmp_path)
     assert "Block AttnRes ‡" in ranking and "is Full AttnRes" in ranking
     report = build_report(tmp_path / "runs", tmp_path / "out", pdf=False)
     benchmark = report.table("benchmark_mycorpus").to_markdown()
-    assert benchmark.count("this is Full AttnRes") == 2  # L = 2 and L = 4
+    # One footnote for both cells (L = 2 and L = 4), said once and naming each.
+    assert benchmark.count("this is Full AttnRes") == 1
+    assert "Block AttnRes at d/L 64.0 (L2 d128); Block AttnRes at d/L 24.0 (L4 d96)" in benchmark
 
 
 def test_explicit_block_size_decides(tmp_path):
