@@ -66,7 +66,9 @@ def panel_evidence(panel: Panel) -> tuple[list, list[str]]:
                         f"than {100 * THIN_FRACTION:.0f}%; raise train.val_windows)")
     if runs and tokens is None:
         warnings.append("the run files do not record their validation coverage (written "
-                        "before val_tokens existed)")
+                        "before val_tokens existed, when validation took the first windows of "
+                        "the files rather than windows spread over them: do not mix such runs "
+                        "with newer ones in one comparison)")
     per_parameter = [float(r.attrs["tokens_planned"]) / r.params_total for r in runs
                      if "tokens_planned" in r.attrs and r.params_total > 0]
     tpp = (min(per_parameter), max(per_parameter)) if per_parameter else None

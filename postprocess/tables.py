@@ -213,8 +213,9 @@ def shape_label(n_layer: int, d_model: int, aspect_ratio: float) -> str:
 
 
 def _noise_note() -> str:
-    return ("Noise: 'within noise' when the 95% bootstrap intervals overlap, 'separated' when "
-            "they do not, 'no interval' when a file has none.")
+    return ("Noise: 'within noise' when the 95% intervals overlap (window bootstrap; with "
+            "several seeds widened by the between-seed spread), 'separated' when they do not, "
+            "'no interval' when a file has none.")
 
 
 def ranking_table(panel: Panel) -> Table:
