@@ -1,10 +1,12 @@
 """Depth-trend statistics: the slope of validation loss against ln(d/L) with a bootstrap
 interval, and a verdict only where that interval supports one.
 
-Each shape's loss is the cell's final validation loss at its best learning rate. Resampling:
-- when every shape's best run stores its per-window validation losses
+Each shape's loss is the cell's final validation loss at its best learning rate (the mean over
+its seeds when the suite has a seed axis). Resampling:
+- when every shape's best runs store their per-window validation losses
   (`/final/val_window_losses`, same window count everywhere), windows are resampled jointly
   across the shapes: the shapes share their validation windows, so their errors move together;
+  with several seeds the seeds are resampled too, independently per shape (two-level bootstrap);
 - otherwise each shape's loss is drawn from a normal whose 95% range is the run's stored
   interval, independently across shapes. That ignores the shared windows and so widens the
   slope's interval: verdicts err towards "inconclusive", never towards a false trend.
@@ -120,14 +122,75 @@ def verdict(samples: np.ndarray, slope_interval: tuple[float, float]) -> str:
 def loss_samples(cells: list[Cell], resamples: int, seed: int):
     """(resamples x shapes array of bootstrap losses, method) or (None, '') without data."""
     rng = np.random.default_rng(seed)
-    windows = [c.best.val_window_losses for c in cells]
-    if all(w is not None for w in windows) and len({len(w) for w in windows}) == 1 \
-            and len(windows[0]) >= 2:
-        n = len(windows[0])
+    windows = [c.window_losses for c in cells]  # each seeds x windows
+    if all(w is not None for w in windows) and len({w.shape[1] for w in windows}) == 1 \
+            and windows[0].shape[1] >= 2:
+        n = windows[0].shape[1]
         picks = rng.integers(0, n, size=(resamples, n))  # one draw of windows for all shapes
-        return np.stack([np.asarray(w)[picks].mean(axis=1) for w in windows], axis=1), "windows"
+        columns = []
+        for w in windows:
+            per_seed = w[:, picks].mean(axis=2)  # seeds x resamples
+            if w.shape[0] == 1:
+                columns.append(per_seed[0])
+                continue
+            # Seeds resampled too, independently per shape (a seed's runs at two shapes are
+            # different models): two-level bootstrap, windows shared, seeds not.
+            chosen = rng.integers(0, w.shape[0], size=(resamples, w.shape[0]))
+            columns.append(per_seed[chosen, np.arange(resamples)[:, None]].mean(axis=1))
+        return np.stack(columns, axis=1), "windows"
     if any(c.interval is None for c in cells):
         return None, ""
     means = np.array([c.val_loss for c in cells])
     sigmas = np.array([(c.interval[1] - c.interval[0]) / (2 * Z_95) for c in cells])
     return means + sigmas * rng.standard_normal((resamples, len(cells))), "intervals"
+
+
+@dataclass
+class SlopeDifference:
+    """A design's depth slope minus the reference design's (Pre-LN), on the shapes both have:
+    does the design gain more from depth than the baseline does?"""
+    arch: str
+    reference: str
+    shapes: int
+    difference: float | None
+    interval: tuple[float, float] | None
+    method: str  # "windows", "intervals" or ""
+
+    @property
+    def verdict(self) -> str:
+        if self.difference is None:
+            return SINGLE_SHAPE if self.shapes < 2 else NO_RESULT
+        if self.interval is None:
+            return NO_INTERVAL_VERDICT
+        low, high = self.interval
+        if low > 0:
+            return "gains more from depth"
+        if high < 0:
+            return "gains less from depth"
+        return "same as the reference within noise"
+
+
+def slope_difference(panel: Panel, arch: str, reference: str = "pre_ln",
+                     resamples: int = RESAMPLES, seed: int = SEED) -> SlopeDifference:
+    """slope(arch) − slope(reference) on their common shapes, with a 95% bootstrap interval
+    drawn as the slopes are (loss_samples on both designs' cells at once, so the two share each
+    draw of the validation windows and the windows' difficulty cancels in the difference)."""
+    mine = {c.shape: c for c in panel.trend(arch).cells}
+    theirs = {c.shape: c for c in panel.trend(reference).cells}
+    shapes = [s for s in panel.shapes if s in mine and s in theirs]
+    if len(shapes) < 2:
+        return SlopeDifference(arch, reference, len(shapes), None, None, "")
+    x = np.log([mine[s].aspect_ratio for s in shapes])
+    if np.ptp(x) == 0:
+        return SlopeDifference(arch, reference, len(shapes), None, None, "")
+    weights = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+    cells = [mine[s] for s in shapes] + [theirs[s] for s in shapes]
+    losses = np.array([c.val_loss for c in cells])
+    k = len(shapes)
+    difference = float(weights @ losses[:k] - weights @ losses[k:])
+    samples, method = loss_samples(cells, resamples, seed)
+    if samples is None:
+        return SlopeDifference(arch, reference, k, difference, None, "")
+    diffs = samples[:, :k] @ weights - samples[:, k:] @ weights
+    interval = (float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5)))
+    return SlopeDifference(arch, reference, k, difference, interval, method)

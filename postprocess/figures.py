@@ -115,6 +115,20 @@ def loss_vs_aspect_ratio(panels: list[Panel], released: list[ReleasedModel], dir
                        "Validation loss against aspect ratio", pdf)
 
 
+# A released model is overlaid on a panel only when its size is within this factor of the
+# panel's models: a 7B model's d/L says little about the best shape of a 1M-parameter demo.
+COMPARABLE_SCALE = 10.0
+
+
+def comparable_models(panel: Panel, released: list[ReleasedModel]) -> list[ReleasedModel]:
+    runs = panel.runs()
+    if not runs:
+        return []
+    params = float(np.median([r.params_total for r in runs]))
+    return [m for m in released
+            if 1 / COMPARABLE_SCALE <= m.params_total / params <= COMPARABLE_SCALE]
+
+
 def loss_vs_aspect_ratio_figure(panels: list[Panel],
                                 released: list[ReleasedModel]) -> Figure | None:
     """Validation loss at the best learning rate against d/L, one panel per suite and scale,
@@ -124,6 +138,7 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
         return None
     panel_size = (5.0, 3.8)
     fig, axes = new_figure(len(panels), panel_size=panel_size)
+    all_released = released
     for ax, panel in zip(axes, panels):
         ratios = []
         for arch in panel.designs:
@@ -142,6 +157,7 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
             ax.plot([opt.aspect_ratio], [opt.val_loss], marker="*", ms=11,
                     color=design_color(arch), mec="black", mew=0.5, zorder=5)
         ratios += _mark_unranked(ax, panel)
+        released = comparable_models(panel, all_released)
         all_ratios = ratios + [m.aspect_ratio for m in released]
         _aspect_ratio_axis(ax, all_ratios, tick_ratios=ratios)
         ax.axvspan(min(ratios), max(ratios), color="0.92", zorder=0)
@@ -163,8 +179,9 @@ def loss_vs_aspect_ratio_figure(panels: list[Panel],
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
     fit_suptitle(fig, "Validation loss against aspect ratio (★ optimum per design; shaded: "
-                      "swept range; dotted: released Pre-LN models, named on the top axis, "
-                      "'+N more': N other released models at the same d/L)")
+                      "swept range; dotted: released Pre-LN models within 10x of the panel's "
+                      "size, named on the top axis, '+N more': N other released models at the "
+                      "same d/L)")
     return fig
 
 
@@ -352,8 +369,11 @@ def _runs_with(runs: list[Run], dataset: str, as_matrix: bool) -> list[Run]:
 
 def matrix_heatmaps(runs: list[Run], dataset: str, title: str, xlabel: str, ylabel: str,
                     directory: Path, pdf: bool = True, cmap: str = "viridis",
-                    vmin: float | None = None, vmax: float | None = None) -> list[FigureFile]:
-    """One heatmap per run carrying the dataset, up to 12 per figure file."""
+                    vmin: float | None = None, vmax: float | None = None,
+                    log_scale: bool = False) -> list[FigureFile]:
+    """One heatmap per run carrying the dataset, up to 12 per figure file. log_scale: a
+    logarithmic colour scale over three decades below the largest value, so that small entries
+    beside a dominant row are still visible."""
     chosen = _runs_with(runs, dataset, as_matrix=True)
     out = []
     for part, start in enumerate(range(0, len(chosen), MAX_PANELS_PER_FIGURE)):
@@ -361,8 +381,17 @@ def matrix_heatmaps(runs: list[Run], dataset: str, title: str, xlabel: str, ylab
         fig, axes = new_figure(len(batch), panel_size=(3.6, 3.2), max_cols=4, fixed=True)
         for ax, run in zip(axes, batch):
             m = np.ma.masked_invalid(diag.matrix(run, dataset))
-            image = ax.imshow(m, origin="upper", cmap=cmap, vmin=vmin, vmax=vmax,
-                              interpolation="nearest", aspect="auto")
+            norm = None
+            if log_scale:
+                positive = m[m > 0] if m.count() else np.array([])
+                if positive.size:
+                    from matplotlib.colors import LogNorm
+                    top = float(positive.max())
+                    norm = LogNorm(vmin=max(float(positive.min()), top * 1e-3), vmax=top)
+                    m = np.ma.masked_less_equal(m, 0)
+            image = ax.imshow(m, origin="upper", cmap=cmap, interpolation="nearest",
+                              aspect="auto", **({"norm": norm} if norm is not None
+                                                else {"vmin": vmin, "vmax": vmax}))
             fig.colorbar(image, ax=ax, shrink=0.8)
             fit_title(ax, f"{run.suite}: {run.label()}", 3.6, fontsize=7)
             ax.set_xlabel(xlabel, fontsize=7)
@@ -416,8 +445,10 @@ def all_figures(panels: list[Panel], runs: list[Run], released: list[ReleasedMod
                            "Permutation score P(i, j): relative loss change when swapping",
                            "j (block)", "i (block)", directory, pdf, cmap="magma", vmin=0)
     out += matrix_heatmaps(diag_runs, names.DIAG_PATH_WEIGHTS,
-                           "Residual path weights (source → sublayer input)",
-                           "sublayer", "source", directory, pdf, cmap="cividis")
+                           "Residual path weights (source → sublayer input; log colour "
+                           "scale: the embedding's row would hide the others)",
+                           "sublayer", "source", directory, pdf, cmap="cividis",
+                           log_scale=True)
     out.append(depth_curves(diag_runs, names.DIAG_LOGITLENS_KL,
                             "LogitLens: KL(p_final ‖ p_l) at each depth state", "KL (nats)",
                             directory, pdf))

@@ -102,6 +102,15 @@ class Run:
         return int(self.attrs["d_model"])
 
     @property
+    def seed(self) -> int | None:
+        """The training seed (`seed` attribute): one run of a cell's seed axis."""
+        value = self.attrs.get("seed")
+        try:
+            return None if value is None else int(value)
+        except (TypeError, ValueError):
+            return None
+
+    @property
     def aspect_ratio(self) -> float:
         return float(self.attrs["aspect_ratio"])
 

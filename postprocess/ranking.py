@@ -4,8 +4,15 @@ Vocabulary: a *panel* is one suite (one scale of it for the multi-scale suite); 
 (design, shape) of a panel with its learning-rate candidates. Shapes are read in the paper's
 direction, shallow-wide (large d/L) to deep-narrow (small d/L).
 
-Noise: two results differ beyond noise when their 95% bootstrap intervals do not overlap (a
+Noise: two results differ beyond noise when their 95% intervals do not overlap (a
 conservative check); without an interval on both sides the answer is "no interval".
+
+Seeds: a cell trained with several seeds (the suite's seed axis) is the mean over the seeds
+of its best learning rate, the rate whose seed mean is lowest. Its interval combines the two
+sources of variation (`seed_interval`): the validation windows, which every seed shares (the
+mean half-width of the seeds' window intervals, which does not shrink with more seeds), and the
+training seed (Student's t · s / sqrt(n) from the between-seed standard deviation s), added in
+quadrature. So "within noise" uses the between-seed spread wherever there is one.
 """
 from __future__ import annotations
 
@@ -26,6 +33,32 @@ WORSENS_WITH_DEPTH = "worsens with depth"
 NON_MONOTONIC = "non-monotonic"
 FLAT = "flat"
 SINGLE_SHAPE = "single shape"
+
+
+# Student's t 97.5% quantiles for 1 … 30 degrees of freedom (then the normal's 1.96).
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t975(degrees_of_freedom: int) -> float:
+    return _T975[degrees_of_freedom - 1] if degrees_of_freedom <= len(_T975) else 1.959964
+
+
+def seed_interval(runs: list[Run]) -> tuple[float, float] | None:
+    """95% interval of the mean loss over seed runs of one cell and learning rate: window and
+    seed variation in quadrature, half-width sqrt(w^2 + (t * s / sqrt(n))^2), w the mean
+    half-width of the runs' window intervals (0 when none has one), s the between-seed
+    standard deviation. One run: its own interval."""
+    losses = np.array([r.val_loss for r in runs])
+    if len(runs) == 1:
+        return runs[0].val_loss_interval
+    intervals = [r.val_loss_interval for r in runs if r.val_loss_interval is not None]
+    window = float(np.mean([(hi - lo) / 2 for lo, hi in intervals])) if intervals else 0.0
+    seed = t975(len(runs) - 1) * float(np.std(losses, ddof=1)) / math.sqrt(len(runs))
+    half = math.hypot(window, seed)
+    mean = float(losses.mean())
+    return (mean - half, mean + half)
 
 
 def compare_intervals(a: tuple[float, float] | None, b: tuple[float, float] | None) -> str:
@@ -61,18 +94,48 @@ class Cell:
                       key=lambda r: r.learning_rate)
 
     @property
+    def best_runs(self) -> list[Run]:
+        """The completed seed runs of the best learning rate (the rate whose mean final
+        validation loss over its completed seeds is lowest), by seed."""
+        by_rate: dict[float, list[Run]] = {}
+        for r in self.completed:
+            by_rate.setdefault(r.learning_rate, []).append(r)
+        if not by_rate:
+            return []
+        rate = min(by_rate, key=lambda lr: (float(np.mean([r.val_loss for r in by_rate[lr]])),
+                                            lr))
+        return sorted(by_rate[rate], key=lambda r: (r.seed is None, r.seed or 0, r.run_name))
+
+    @property
     def best(self) -> Run | None:
-        """The completed candidate with the lowest final validation loss."""
-        done = self.completed
-        return min(done, key=lambda r: (r.val_loss, r.learning_rate)) if done else None
+        """A run of the best learning rate (its first seed): its rate, shape and parameters are
+        the cell's; its loss is one seed's (`val_loss` is the mean over the seeds)."""
+        runs = self.best_runs
+        return runs[0] if runs else None
+
+    @property
+    def seeds(self) -> int:
+        """How many seeds the cell's result rests on (completed runs at its best rate)."""
+        return len(self.best_runs)
 
     @property
     def val_loss(self) -> float | None:
-        return None if self.best is None else self.best.val_loss
+        runs = self.best_runs
+        return float(np.mean([r.val_loss for r in runs])) if runs else None
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return None if self.best is None else self.best.val_loss_interval
+        runs = self.best_runs
+        return seed_interval(runs) if runs else None
+
+    @property
+    def window_losses(self) -> np.ndarray | None:
+        """Seeds x windows final per-window losses of the best rate, when every seed run stores
+        them with one window count; else None."""
+        arrays = [r.val_window_losses for r in self.best_runs]
+        if not arrays or any(a is None for a in arrays) or len({len(a) for a in arrays}) != 1:
+            return None
+        return np.stack([np.asarray(a, dtype=float) for a in arrays])
 
     @property
     def best_learning_rate(self) -> float | None:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import figures as figs
-from . import findings, names, path_validation, tables
+from . import evidence, findings, names, path_validation, tables
 from .cross_scale import cross_scale_table
 from .diagnostics_summary import diagnostics_summary_table
 from .isobackbone import isobackbone_figure, isobackbone_table
@@ -98,6 +98,23 @@ def suite_sections(analysis: Analysis) -> list[Section]:
     return sections
 
 
+def evidence_section(analysis: Analysis) -> Section | None:
+    """Per panel: validation coverage, tokens per parameter, seeds, steps, warnings where they
+    are thin, and each design's depth slope minus Pre-LN's."""
+    if not analysis.panels:
+        return None
+    table, warnings = evidence.evidence_table(analysis.panels)
+    section = Section("Evidence", [table])
+    section.text = (["What the verdicts below rest on. Where it is thin, read the rankings as "
+                     "provisional:", ""] + [f"- **warning**: {w}" for w in warnings]
+                    + ([""] if warnings else []))
+    for p in analysis.panels:
+        relative = evidence.depth_vs_reference_table(p)
+        if relative is not None:
+            section.tables.append(relative)
+    return section
+
+
 def findings_section(analysis: Analysis,
                      results: list[findings.FindingResult] | None = None) -> Section:
     results = findings.check_all(analysis.panels) if results is None else results
@@ -141,7 +158,8 @@ def build_report(runs_dir: str | os.PathLike, out_dir: str | os.PathLike, pdf: b
     results = findings.check_all(analysis.panels)
     found = findings_section(analysis, results)
     cross = cross_scale_section(analysis)
-    ours = ([cross] if cross else []) + suite_sections(analysis)
+    shown = evidence_section(analysis)
+    ours = ([shown] if shown else []) + ([cross] if cross else []) + suite_sections(analysis)
     sections = [found] + ours if findings.any_tested(results) else ours + [found]
     status = tables.run_status_table(runset)
     sections.append(Section("Runs not counted", [status]))
@@ -182,8 +200,11 @@ def overview_lines(report: Report) -> list[str]:
                      "'Runs not counted' and flagged in the tables.")
     lines.append("Reading direction: shapes go from shallow-wide (large d/L) to deep-narrow "
                  "(small d/L). Each (design, shape) is reported at its best learning rate. "
-                 "Noise: two results are 'within noise' when their 95% bootstrap intervals "
-                 "overlap; 'no interval' when a run file carries none.")
+                 "Noise: two results are 'within noise' when their 95% intervals "
+                 "overlap; 'no interval' when a run file carries none. A cell trained with "
+                 "several seeds is their mean, and its interval adds the between-seed spread "
+                 "to the validation windows' (see 'Evidence' for how many seeds each rests "
+                 "on).")
     return lines
 
 

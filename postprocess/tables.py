@@ -213,8 +213,9 @@ def shape_label(n_layer: int, d_model: int, aspect_ratio: float) -> str:
 
 
 def _noise_note() -> str:
-    return ("Noise: 'within noise' when the 95% bootstrap intervals overlap, 'separated' when "
-            "they do not, 'no interval' when a file has none.")
+    return ("Noise: 'within noise' when the 95% intervals overlap (window bootstrap; with "
+            "several seeds widened by the between-seed spread), 'separated' when they do not, "
+            "'no interval' when a file has none.")
 
 
 def ranking_table(panel: Panel) -> Table:
@@ -232,12 +233,14 @@ def ranking_table(panel: Panel) -> Table:
                      Value(c.aspect_ratio, digits=2), c.n_layer, c.d_model,
                      format_lr(c.best_learning_rate),
                      Value(e.mean_rank, digits=2), e.shapes_ranked,
-                     depth_trend(panel, e.arch).verdict, e.vs_next])
+                     depth_trend(panel, e.arch).verdict, e.vs_next, c.seeds])
     notes = ["Each design at its best shape and learning rate; designs ordered by that loss. "
              "'mean rank' averages the design's rank over the shapes where it has a result.",
              _noise_note() + " 'vs next' compares with the design ranked below.",
              "trend with depth: the bootstrap verdict of the trend table (a direction only "
-             "where the interval supports it)."]
+             "where the interval supports it).",
+             "seeds: the training seeds the design's best loss averages (its interval adds "
+             "their spread to the validation windows')."]
     unranked = [names.design_title(a) for a in panel.designs if panel.trend(a).optimal is None]
     if unranked:
         notes.append("No completed run at any shape: " + ", ".join(unranked) + ".")
@@ -245,7 +248,7 @@ def ranking_table(panel: Panel) -> Table:
         notes.append("‡ " + ", ".join(renamed) + ": " + BLOCK_IS_FULL_NOTE)
     return Table(f"ranking_{panel.key}", f"Ranking: {panel.title}",
                  ["rank", "design", "best val loss", "d/L", "L", "d", "lr", "mean rank",
-                  "shapes", "trend with depth", "vs next"], rows, notes)
+                  "shapes", "trend with depth", "vs next", "seeds"], rows, notes)
 
 
 def benchmark_table(panel: Panel) -> Table:
@@ -256,6 +259,8 @@ def benchmark_table(panel: Panel) -> Table:
         ranking = panel.ranking_at(s)
         best_per_shape[s] = ranking[0].arch if ranking else None
     notes, rows = [], []
+    footnote: dict[str, int] = {}  # flag text -> its number
+    where: dict[str, list[str]] = {}  # flag text -> the cells it is said of
     for arch in panel.designs:
         row = [names.design_title(arch)]
         for s in shapes:
@@ -266,12 +271,22 @@ def benchmark_table(panel: Panel) -> Table:
             flags = cell.flags()
             mark = ""
             if flags:
-                notes.append(f"[{len(notes) + 1}] {names.design_title(arch)} at "
-                             f"{shape_label(*s, cell.aspect_ratio)}: " + "; ".join(flags) + ".")
-                mark = f" [{len(notes)}]"
+                # A footnote shared by many cells (a Block AttnRes that is Full AttnRes at every
+                # shallow shape) is said once and its number reused.
+                flag = "; ".join(flags)
+                if flag not in footnote:
+                    footnote[flag] = len(footnote) + 1
+                    where[flag] = []
+                where[flag].append(f"{names.design_title(arch)} at "
+                                   f"{shape_label(*s, cell.aspect_ratio)}")
+                mark = f" [{footnote[flag]}]"
             row.append(Value(cell.val_loss, cell.interval, cell.best_learning_rate,
                              bold=best_per_shape[s] == arch, mark=mark))
         rows.append(row)
+    for flag, number in footnote.items():
+        cells = where[flag]
+        notes.append(f"[{number}] {cells[0]}: {flag}." if len(cells) == 1
+                     else f"[{number}] {flag}: {'; '.join(cells)}.")
     columns = ["design"] + [shape_label(*s, panel.aspect_ratio(s)) for s in shapes]
     notes = ["Final validation loss at the best learning rate (@lr), with the 95% bootstrap "
              "interval in brackets when the run file has one; bold: best design at the shape; "
@@ -290,7 +305,8 @@ def trend_table(panel: Panel) -> Table:
                      Value(stats.slope, stats.slope_interval, digits=5),
                      Value(None if opt is None else opt.aspect_ratio, digits=2),
                      None if opt is None else f"L{opt.n_layer} d{opt.d_model}",
-                     t.spread_vs_noise, "; ".join(stats.not_ranked_notes()) or None])
+                     t.spread_vs_noise, "; ".join(stats.not_ranked_notes()) or None,
+                     min((c.seeds for c in t.cells), default=None)])
     notes = ["slope: least-squares slope of validation loss against ln(d/L) with its 95% "
              "bootstrap interval; positive means wide shapes lose more (depth helps), negative "
              "means depth hurts.",
@@ -313,7 +329,8 @@ def trend_table(panel: Panel) -> Table:
                      "although no two shapes are told apart on their own.")
     return Table(f"trend_{panel.key}", f"Depth trend per design: {panel.title}",
                  ["design", "shapes", "pattern", "verdict", "slope dloss/dln(d/L)",
-                  "optimal d/L", "optimal shape", "best vs worst", "not ranked"], rows, notes)
+                  "optimal d/L", "optimal shape", "best vs worst", "not ranked", "seeds"],
+                 rows, notes + ["seeds: the fewest seeds behind any shape of the trend."])
 
 
 def shape_ranking_table(panel: Panel) -> Table:

@@ -77,8 +77,9 @@ int run_eval_command(int argc, char** argv) {
   po::options_description described(
       "usage: depthbench eval (--weights FILE | --hf DIR) --data GLOB [--windows N | --sample N "
       "--seed S]\n\n"
-      "Mean next-token loss of the weights on the T-token windows of the token files (all, the\n"
-      "first N, or N drawn with a seed), with a 95% bootstrap interval over windows, and the\n"
+      "Mean next-token loss of the weights on the T-token windows of the token files (all, N\n"
+      "spread evenly as training's validation picks them, or N drawn with a seed), with a 95% "
+      "bootstrap interval over windows, and the\n"
       "loss per document with a document bootstrap.\n\noptions");
   described.add_options()("help,h", "print this help")(
       "weights", po::value(&o.weights_file),
@@ -88,8 +89,10 @@ int run_eval_command(int argc, char** argv) {
                        "(export --format hf) of any design (doc/export.md)")(
       "data", po::value(&o.data_globs)->multitoken()->required(),
       "token files or glob patterns, concatenated in order")(
-      "windows", po::value(&o.first_windows), "evaluate the first N windows (default: all)")(
-      "sample", po::value(&o.sample_windows), "evaluate N distinct windows drawn with --seed")(
+      "windows", po::value(&o.first_windows),
+      "evaluate N windows spread evenly, as a run with train.val_windows = N validates "
+      "(default: all)")("sample", po::value(&o.sample_windows),
+                        "evaluate N distinct windows drawn with --seed")(
       "seed", po::value(&o.seed)->default_value(o.seed), "seed of the sample and the bootstraps")(
       "seq-len", po::value(&o.seq_len)->default_value(0),
       "window length T (0 = the seq_len the weights were trained with)")(
@@ -141,9 +144,10 @@ int run_eval_command(int argc, char** argv) {
   std::printf("weights %s: %s, L = %d, d = %d, V = %d; windows of T = %d tokens\n",
               o.weights_file.c_str(), m.arch.c_str(), m.n_layer, m.d_model, m.vocab_size,
               r.seq_len);
-  std::printf(
-      "windows: %zu of %lld (%s)\n", r.windows.size(), (long long)r.available_windows,
-      o.sample_windows > 0 ? ("sample, seed " + std::to_string(o.seed)).c_str() : "the first ones");
+  std::printf("windows: %zu of %lld (%s)\n", r.windows.size(), (long long)r.available_windows,
+              o.sample_windows > 0  ? ("sample, seed " + std::to_string(o.seed)).c_str()
+              : o.first_windows > 0 ? "spread evenly, as training's validation"
+                                    : "all");
   // A bootstrap resamples units: one window or one document has a single resample, its own
   // value, so its interval would have zero width and say nothing about the noise.
   if (r.windows.size() == 1)

@@ -14,8 +14,10 @@
 #include "app/sweep_options.hpp"
 #include "core/communicator.hpp"
 #include "core/error.hpp"
+#include "data/validation_windows.hpp"
 #include "diag/diagnose.hpp"
 #include "sweep/dispatcher.hpp"
+#include "sweep/input_check.hpp"
 #include "sweep/progress.hpp"
 #include "sweep/run_lock.hpp"
 #include "sweep/run_notes.hpp"
@@ -33,6 +35,8 @@ constexpr int kExitUnfinished = 75;
 // Exit status when the machine stopped the sweep (disk full, I/O error): the interrupted run is
 // resumable, but relaunching before the cause is fixed would fail again (EX_IOERR).
 constexpr int kExitEnvironment = 74;
+// Exit status when every run of the suite is recorded failed: nothing was trained.
+constexpr int kExitAllFailed = 1;
 
 // Finished runs trained with another config than the suite's now. Unless told to retrain them
 // (their files are moved aside as NAME.h5.stale), the sweep refuses to mix old and new results:
@@ -88,6 +92,23 @@ bool should_retry(const sweep::PlannedRun& run, bool retry_failed) {
          sweep::run_status_reason(run.config).find("unknown architecture") != std::string::npos;
 }
 
+// Every run of the suite recorded `failed`: a sweep that produced nothing must not look like a
+// success to a batch job.
+bool all_failed(const std::vector<sweep::PlannedRun>& runs) {
+  return !runs.empty() && std::all_of(runs.begin(), runs.end(), [](const sweep::PlannedRun& r) {
+    return sweep::run_status(r.config) == "failed";
+  });
+}
+
+// A failed run's reason in its own NAME.log, where its step lines would have been: a run that
+// fails before training starts (a bad file, an unknown design) writes nothing there itself.
+void append_to_log(const std::string& log, const std::string& name, const std::string& reason) {
+  if (std::FILE* f = std::fopen(log.c_str(), "a")) {
+    std::fprintf(f, "%s: failed: %s\n", name.c_str(), reason.c_str());
+    std::fclose(f);
+  }
+}
+
 // The state of every run after the sweep, one line per state; true when all are final.
 bool report(const std::vector<sweep::PlannedRun>& runs) {
   std::map<std::string, int> counts;
@@ -128,6 +149,21 @@ int run_sweep_command(int argc, char** argv) {
                    ") is not a multiple of --ranks-per-run " + std::to_string(G));
     if (run.config.threads == 0) run.config.threads = threads;
   }
+  // Inputs before any run starts: a wrong glob or dtype would otherwise record every run failed.
+  std::string inputs;
+  if (world.rank() == 0) {
+    const sweep::InputCheck check = sweep::check_suite_inputs(suite.base);
+    for (const std::string& problem : check.problems) inputs += "\n  " + problem;
+    if (!check.ok())
+      inputs = "the suite's inputs have " + std::to_string(check.problems.size()) +
+               " problem(s); no run was started:" + inputs;
+    else if (check.validation)
+      if (const std::string warning = data::thin_validation_warning(*check.validation);
+          !warning.empty())
+        std::printf("[sweep] warning: %s\n", warning.c_str());
+  }
+  world.broadcast(inputs, 0);
+  DB_REQUIRE(inputs.empty(), inputs);
   std::string stale = world.rank() == 0 ? handle_stale_runs(runs, options.rerun_stale) : "";
   world.broadcast(stale, 0);
   DB_REQUIRE(stale.empty(), stale);
@@ -146,7 +182,8 @@ int run_sweep_command(int argc, char** argv) {
   Communicator group = Communicator::split(world, group_index, world.rank());
   const bool leader = group.rank() == 0;
   bool environment_fault = false;
-  int checkpointed = 0;  // runs this group stopped on a signal, each with a checkpoint
+  int checkpointed = 0;    // runs this group stopped on a signal, each with a checkpoint
+  int skipped_failed = 0;  // runs recorded failed by an earlier sweep, left as they are
   std::optional<sweep::SweepProgress> progress;
   if (leader && !options.quiet) progress.emplace(runs);
   {
@@ -169,6 +206,9 @@ int run_sweep_command(int argc, char** argv) {
                       (long long)i + 1, runs.size(), name.c_str());
         continue;
       }
+      if (leader && !should_retry(runs[i], options.retry_failed) &&
+          sweep::run_status(config) == "failed")
+        ++skipped_failed;
       if (leader && should_retry(runs[i], options.retry_failed)) {
         std::filesystem::remove(stem + ".h5");  // under the run's lock
         std::printf("[sweep] run %lld/%zu %s: recorded failed, training it again\n",
@@ -186,6 +226,7 @@ int run_sweep_command(int argc, char** argv) {
                     result.reason.c_str(), result.seconds);
         std::fflush(stdout);
       }
+      if (leader && result.status == "failed") append_to_log(stem + ".log", name, result.reason);
       if (result.status == "completed" && !suite.diagnostics.empty())
         diagnose_run(stem + ".h5", suite.diagnostics, group, !options.verbose);
       if (leader && progress && result.status != "skipped") {
@@ -199,8 +240,20 @@ int run_sweep_command(int argc, char** argv) {
   }  // the dispatcher's window is freed collectively here
   world.barrier();
   int exit_code = 0;
+  const int skipped = int(world.allreduce_sum(double(skipped_failed)));
   if (world.rank() == 0) {
     exit_code = report(runs) ? 0 : kExitUnfinished;
+    if (skipped > 0)
+      std::printf(
+          "[sweep] %d run(s) recorded failed by an earlier sweep were skipped; --retry-failed "
+          "trains them again\n",
+          skipped);
+    if (all_failed(runs)) {
+      std::printf(
+          "[sweep] every run failed (the reason of each is in its NAME.log and its run file's "
+          "status_reason)\n");
+      exit_code = kExitAllFailed;
+    }
     std::fflush(stdout);
   }
   MPI_CHECK(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.handle()));

@@ -8,6 +8,7 @@
 //   manifest_check.hpp opening a file as its manifest says, contradictions refused
 //   token_dataset.hpp  files concatenated and cut into contiguous windows
 //   window_order.hpp   deterministic per-epoch shuffle of window indices
+//   validation_windows.hpp the validation windows, spread over the held-out set, and their coverage
 //   token_writer.hpp   atomic writers of OLMo raw, .npy and llm.c files
 //   fortune_corpus.hpp the byte-level demo corpus from fortune files
 #pragma once

@@ -6,6 +6,7 @@
 #include "core/rng.hpp"
 #include "data/manifest_check.hpp"
 #include "data/token_data.hpp"
+#include "data/validation_windows.hpp"
 #include "io/checkpoint.hpp"
 #include "model/model.hpp"
 #include "model/model_on_backend.hpp"
@@ -63,9 +64,9 @@ std::vector<int64_t> choose_windows(int64_t available, int64_t first, int64_t sa
     const int64_t n = first > 0 ? first : available;
     DB_REQUIRE(n <= available, "--windows " + std::to_string(n) + ": the files hold only " +
                                    std::to_string(available) + " windows");
-    std::vector<int64_t> windows(n);
-    for (int64_t k = 0; k < n; ++k) windows[k] = k;
-    return windows;
+    // Spread evenly, exactly as training picks its validation windows: `--windows N` on a
+    // run's validation files reproduces a run with train.val_windows = N.
+    return data::validation_windows(available, n);
   }
   DB_REQUIRE(sample <= available, "--sample " + std::to_string(sample) + ": the files hold only " +
                                       std::to_string(available) + " windows");

@@ -1,9 +1,10 @@
 // `depthbench eval` (doc/eval.md): the loss of given weights on given token files. Windows are
-// the contiguous T-token windows of the files concatenated (doc/data.md), the first N or a
-// seeded sample; each window's loss is the mean next-token loss of its T−1 targets, exactly as
-// training's validation computes it, so evaluating a run's validation windows reproduces its
-// recorded validation loss. Per-document losses group the scored targets by the document they
-// belong to (documents end with the end-of-document id). Windows are dealt over the ranks.
+// the contiguous T-token windows of the files concatenated (doc/data.md), N spread evenly as
+// training's validation picks them (data/validation_windows.hpp), or a seeded sample; each window's
+// loss is the mean next-token loss of its T−1 targets, exactly as training's validation computes
+// it, so evaluating a run's validation windows reproduces its recorded validation loss.
+// Per-document losses group the scored targets by the document they belong to (documents end with
+// the end-of-document id). Windows are dealt over the ranks.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,11 +21,11 @@ struct EvalOptions {
   std::string format = "auto";  // token file format (doc/data.md)
   int dtype_bytes = 0;          // headerless token width; 0 = from the manifest or the name
   int seq_len = 0;              // window length T; 0 = the context the weights were trained with
-  int64_t first_windows = 0;    // evaluate windows 0..N−1 (0 with no sample = every window)
-  int64_t sample_windows = 0;   // or N distinct windows drawn with `seed`
-  uint64_t seed = 1234;         // of the sample and the bootstraps
-  int64_t eod_id = -1;          // end-of-document id; −1 = none (no per-document losses)
-  int bootstrap = 1000;         // resamples of the 95% intervals
+  int64_t first_windows = 0;   // evaluate N windows spread evenly (0 with no sample = every window)
+  int64_t sample_windows = 0;  // or N distinct windows drawn with `seed`
+  uint64_t seed = 1234;        // of the sample and the bootstraps
+  int64_t eod_id = -1;         // end-of-document id; −1 = none (no per-document losses)
+  int bootstrap = 1000;        // resamples of the 95% intervals
   std::string backend = "cpu";  // where the forward passes run: cpu | cuda | auto
 };
 
@@ -40,7 +41,8 @@ struct EvalResult {
   double document_loss = 0, document_ci_low = 0, document_ci_high = 0;  // Σ nll / Σ targets
 };
 
-// The windows to evaluate: the first `first` (all when first and sample are 0), or `sample`
+// The windows to evaluate: `first` spread evenly as training's validation picks them (all when
+// first and sample are 0), or `sample`
 // distinct ones drawn without replacement by a stream keyed by the seed.
 std::vector<int64_t> choose_windows(int64_t available, int64_t first, int64_t sample,
                                     uint64_t seed);

@@ -149,6 +149,22 @@ void read_suite_section(const std::vector<Line>& lines, const std::string& sourc
       } else if (l.key == "tokens_per_parameter") {
         s.tokens_per_parameter = parse_double(key, l.value);
         DB_REQUIRE(s.tokens_per_parameter > 0, key + " must be positive");
+      } else if (l.key == "budget_tolerance") {
+        s.budget_tolerance = parse_double(key, l.value);
+        DB_REQUIRE(s.budget_tolerance > 0 && s.budget_tolerance < 1,
+                   key + " must be in (0, 1), a fraction of the budget (0.05 = 5%)");
+      } else if (l.key == "min_head_dim") {
+        s.min_head_dim = parse_int(key, l.value);
+      } else if (l.key == "seeds") {
+        for (const std::string& w : split_words(l.value)) {
+          const double v = parse_double(key, w);
+          DB_REQUIRE(v >= 0 && v == std::floor(v) && v < 9.007e15,
+                     key + ": '" + w + "' is not a whole number >= 0");
+          DB_REQUIRE(std::find(s.seeds.begin(), s.seeds.end(), uint64_t(v)) == s.seeds.end(),
+                     key + ": seed " + w + " is given twice");
+          s.seeds.push_back(uint64_t(v));
+        }
+        DB_REQUIRE(!s.seeds.empty(), key + ": empty seed list");
       } else if (l.key == "diagnostics") {
         s.diagnostics = split_words(l.value);
         if (s.diagnostics == std::vector<std::string>{"none"}) s.diagnostics.clear();
@@ -157,9 +173,11 @@ void read_suite_section(const std::vector<Line>& lines, const std::string& sourc
           DB_REQUIRE(d == "all" || std::find(known.begin(), known.end(), d) != known.end(),
                      key + ": unknown diagnostic '" + d + "'");
       } else {
-        throw Error("unknown key '" + key +
-                    "' (valid: suite.name, description, designs, budget, depths, shapes, "
-                    "shape_rule, heads, tokens_per_parameter, diagnostics)");
+        throw Error(
+            "unknown key '" + key +
+            "' (valid: suite.name, description, designs, budget, depths, shapes, "
+            "shape_rule, heads, tokens_per_parameter, budget_tolerance, min_head_dim, seeds, "
+            "diagnostics)");
       }
     } catch (const Error& e) {
       throw Error(where + e.what());
@@ -235,9 +253,13 @@ void read_estimate(const std::vector<Line>& lines, const std::string& source, Su
         DB_REQUIRE(s.estimate.peak_tflops_per_gpu > 0, key + " must be positive");
       } else if (l.key == "gpus_per_run") {
         s.estimate.gpus_per_run = parse_int(key, l.value);
+      } else if (l.key == "cpu_gflops_per_rank") {
+        s.estimate.cpu_gflops_per_rank = parse_double(key, l.value);
+        DB_REQUIRE(s.estimate.cpu_gflops_per_rank > 0, key + " must be positive");
       } else {
         throw Error("unknown key '" + key +
-                    "' (valid: estimate.mfu, peak_tflops_per_gpu, gpus_per_run)");
+                    "' (valid: estimate.mfu, peak_tflops_per_gpu, gpus_per_run, "
+                    "cpu_gflops_per_rank)");
       }
     } catch (const Error& e) {
       throw Error(where + e.what());
@@ -288,6 +310,10 @@ Suite parse_suite_text(const std::string& text, const std::string& source) {
       s.depths.empty() || s.budget_kind,
       source +
           ": suite.depths needs suite.budget (e.g. 'budget = total 405M') to solve the widths");
+  DB_REQUIRE(
+      s.seeds.empty() || std::none_of(s.recipe.begin(), s.recipe.end(),
+                                      [](const auto& kv) { return kv.first == "train.seed"; }),
+      source + ": suite.seeds and recipe train.seed both set the seed: keep one");
   for (const std::string& d : s.designs)
     DB_REQUIRE(!s.learning_rates(d).empty(), source +
                                                  ": learning_rates.default is required (design '" +

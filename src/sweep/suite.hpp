@@ -16,6 +16,12 @@ struct SuiteEstimate {  // for `plan`: GPU-hours = FLOPs / (mfu · peak) / 3600
   double mfu = 0.40;
   double peak_tflops_per_gpu = 989;  // H100 SXM bf16 dense
   int gpus_per_run = 1;
+  // CPU runs (train.backend = cpu): achieved training GFLOP/s of one rank, as `depthbench
+  // bench` measures it (its GFLOP/s line). The default is what the demo sweep achieved on the
+  // 2-core VM (doc/performance.md, "The demo sweep": 13.8K tokens/s over 2 ranks at ≈ 6.1
+  // MFLOP per token, validation and checkpoints included); measure your machine and set it.
+  double cpu_gflops_per_rank = kDefaultCpuGflopsPerRank;
+  static constexpr double kDefaultCpuGflopsPerRank = 35.0;
 };
 
 struct Suite {
@@ -27,6 +33,13 @@ struct Suite {
   std::vector<int> depths;                  // solved with the budget
   std::vector<std::pair<int, int>> shapes;  // explicit (L, d)
   ShapeRule rule;
+  // Iso-parameter honesty (doc/suites.md, "The shape solver"): a solved shape whose count is
+  // further than this fraction from the budget is refused, naming budgets that would work.
+  double budget_tolerance = 0.05;
+  int min_head_dim = 8;  // shapes with a smaller head_dim are refused (a suite may lower it)
+  // Training seeds, one run per seed (the seed axis); empty: one run with the recipe's
+  // train.seed and names without a seed part.
+  std::vector<uint64_t> seeds;
   double tokens_per_parameter = 20;  // unless the recipe fixes train.steps
   // Diagnostics run on every run that completes in a sweep (`diagnostics = all` or names;
   // default none): doc/diagnostics.md.

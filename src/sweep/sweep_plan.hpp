@@ -17,8 +17,14 @@ struct PlannedRun {
   bool design_registered = true;  // false: the run will be recorded as failed (unknown design)
 };
 
-// The shapes of the suite, in file order: solved depths first, then explicit shapes.
+// The shapes of the suite, in file order: solved depths first, then explicit shapes. Throws
+// db::Error, naming the shape, for a solved shape further than suite.budget_tolerance from the
+// budget (with the nearest budgets that fit every depth) and for a head_dim below
+// suite.min_head_dim.
 std::vector<Shape> suite_shapes(const Suite& suite);
+
+// (count − budget) / budget of a shape under the suite's budget kind; 0 without a budget.
+double budget_deviation(const Suite& suite, const Shape& shape);
 
 // Every run of the suite writing into out_dir, longest first (ties keep file order).
 // Throws db::Error when two runs would share a file name.

@@ -17,6 +17,7 @@
 #include "core/format.hpp"
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
+#include "data/validation_windows.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_file.hpp"
 #include "model/model.hpp"
@@ -39,14 +40,15 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// This rank's share of the validation windows (window w on rank w mod ranks); the others stay 0
+// This rank's share of the validation windows (the w-th on rank w mod ranks); the others stay 0
 // until the losses are summed over the ranks.
 std::vector<double> local_window_losses(Model<float>& model, const data::TokenDataset& val,
-                                        int64_t windows, int seq_len, const Communicator& comm) {
-  std::vector<double> losses(windows, 0.0);
+                                        const std::vector<int64_t>& windows, int seq_len,
+                                        const Communicator& comm) {
+  std::vector<double> losses(windows.size(), 0.0);
   std::vector<int32_t> tokens(seq_len);
-  for (int64_t w = comm.rank(); w < windows; w += comm.size()) {
-    val.read_window(w, tokens);
+  for (size_t w = comm.rank(); w < windows.size(); w += comm.size()) {
+    val.read_window(windows[w], tokens);
     losses[w] =
         model.forward_loss(tokens.data(), 1, seq_len) / Model<float>::targets_per_window(seq_len);
   }
@@ -174,6 +176,19 @@ class TrainingRun {
     file_->set_attribute("state_dtype", model_.backbone().bf16_state() ? "bf16" : "fp32");
   }
 
+  // `val_tokens`, `val_documents` and the held-out set they are drawn from (doc/hdf5-schema.md),
+  // with a line in the log when they are thin: rank 0, with the run file open.
+  void record_validation_coverage() {
+    const data::ValidationCoverage c =
+        data::validation_coverage(*val_, val_windows_, data::end_of_document_id(val_->files()));
+    file_->set_attribute("val_tokens", c.tokens);
+    file_->set_attribute("val_documents", c.documents);
+    file_->set_attribute("val_held_out_tokens", c.held_out_tokens);
+    file_->set_attribute("val_held_out_documents", c.held_out_documents);
+    if (const std::string warning = data::thin_validation_warning(c); !warning.empty())
+      say(false, "%s: warning: %s\n", config_.run_name().c_str(), warning.c_str());
+  }
+
   const RunConfig& config_;
   const Communicator& comm_;
   // Every line about the run goes to NAME.log (rank 0); `event` lines (start, resume) also to
@@ -196,6 +211,7 @@ class TrainingRun {
   double flops_per_token_;
   std::optional<data::TokenDataset> train_, val_;
   std::optional<data::WindowOrder> order_;
+  std::vector<int64_t> val_windows_;  // the validation windows, ascending
   std::optional<RunFile> file_;
   Buffer<int32_t> batch_tokens_;  // one micro-batch's windows, in the backend's staging space
   int64_t start_step_ = 0;
@@ -221,6 +237,8 @@ void TrainingRun::open_data() {
   data::require_one_tokenization(all_files);
   train_.emplace(std::move(train_files), r.seq_len, options);
   val_.emplace(std::move(val_files), r.seq_len, options);
+  // Spread evenly over the held-out files, the same for every run (data/validation_windows.hpp).
+  val_windows_ = data::validation_windows(val_->num_windows(), config_.val_windows);
   order_.emplace(train_->num_windows(), config_.seed);
 }
 
@@ -373,11 +391,9 @@ void TrainingRun::log_step(int64_t step, const CurveRow& row, double eta_seconds
 }
 
 Fault TrainingRun::validate(int64_t step, bool final) {
-  const int64_t windows = std::min(config_.val_windows, val_->num_windows());
   std::vector<double> losses;
   const Fault read = collectively([&] {
-    DB_REQUIRE(windows >= 1, "the validation files hold no window of train.seq_len + 1 tokens");
-    losses = local_window_losses(model_, *val_, windows, config_.recipe.seq_len, comm_);
+    losses = local_window_losses(model_, *val_, val_windows_, config_.recipe.seq_len, comm_);
   });
   if (read) return read;
   comm_.allreduce_sum(std::span<double>(losses));
@@ -520,7 +536,11 @@ TrainResult TrainingRun::run() {
                  ")");
   if (const Fault opened = collectively([&] { start_or_resume(); }))
     return end_early(opened, start_step_);
-  if (const Fault read = collectively([&] { open_data(); })) return end_early(read, start_step_);
+  if (const Fault read = collectively([&] {
+        open_data();
+        if (rank0()) record_validation_coverage();
+      }))
+    return end_early(read, start_step_);
   if (const Fault saved = collectively([&] { save_initial_weights(); }))
     return end_early(saved, start_step_);
   // Curves start where training starts: the loss of the initial weights (once; a resumed run

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `depthbench eval` on a tiny trained run: the run's validation windows give back the losses the
-# run file recorded (final weights and step 0), bit for bit per window; 1 and 2 ranks agree; a
+# `depthbench eval` on a tiny trained run: the run's validation windows (spread over the files,
+# as the run file's val_tokens / val_documents record) give back the losses the run file
+# recorded (final weights and step 0), bit for bit per window; 1 and 2 ranks agree; a
 # seeded sample is reproducible; per-document losses match an independent PyTorch recomputation;
 # bad options are refused with one line naming them.
 set -euo pipefail
@@ -48,8 +49,23 @@ config = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()
           if k in ("arch", "n_layer", "d_model", "n_head", "n_kv_head", "head_dim", "ff",
                    "vocab_size", "rope_theta", "norm_eps")}
 model = reference.DepthBenchReference(config, {n: d[()] for n, d in f["params"].items()})
+# The windows eval scored are the run's validation windows, spread over the files by a stride
+# (doc/data.md, "Validation windows"): not the first six, and reaching the last sixth.
+windows = [int(r["window"]) for r in rows("final.csv")]
+available = len(tokens) // T
+assert windows == [k * available // 6 for k in range(6)], (windows, available)
+assert windows[-1] >= available * 5 // 6 - 1, windows
+assert run.attrs["val_tokens"] == 6 * T, run.attrs["val_tokens"]
+assert run.attrs["val_held_out_tokens"] == len(tokens), run.attrs["val_held_out_tokens"]
+covered = set()
+for k in windows:
+    for p in range(1, T):
+        covered.add(int(np.count_nonzero(tokens[:k * T + p] == eod)))
+assert run.attrs["val_documents"] == len(covered), (run.attrs["val_documents"], len(covered))
+held_out = int(np.count_nonzero(tokens == eod)) + (tokens[-1] != eod)
+assert run.attrs["val_held_out_documents"] == held_out, (run.attrs["val_held_out_documents"], held_out)
 nll, count = {}, {}
-for k in range(6):
+for k in windows:
     w = torch.from_numpy(tokens[k * T:(k + 1) * T])
     with torch.no_grad():
         logp = torch.log_softmax(model(w[None])[0, :-1], dim=-1)

@@ -78,3 +78,28 @@ def test_a_shape_without_a_completed_run_is_marked_in_the_loss_figure(tmp_path):
     crosses = [line for line in fig.axes[0].get_lines() if line.get_marker() == "x"]
     assert [list(line.get_xdata()) for line in crosses if len(line.get_xdata())] == [[8.0]]
     assert "no completed run" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_released_models_are_overlaid_only_at_a_comparable_scale_and_axes_are_labelled(tmp_path):
+    # A ~1M-parameter demo: no released model (the smallest is over 10M) is drawn on it, while
+    # a 400M panel gets the ones within 10x of its size.
+    _cpu_sweep(tmp_path / "demo")
+    demo = analyze(tmp_path / "demo").panels
+    released = load_released_models()
+    fig = loss_vs_aspect_ratio_figure(demo, released)
+    ax = fig.axes[0]
+    assert not [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    mk.write_sweep(tmp_path / "big", suite="main400m", designs=["pre_ln"],
+                   shapes=[(16, 1216), (24, 1024)], learning_rates=[2e-3],
+                   loss=lambda a, L, d, lr: 2.8)
+    big = analyze(tmp_path / "big").panels
+    from postprocess.figures import comparable_models
+    near = comparable_models(big[0], released)
+    assert near and all(40e6 <= m.params_total <= 4.1e9 for m in near)
+    assert comparable_models(demo[0], released) == []
+    for figure in (fig, loss_vs_aspect_ratio_figure(big, released),
+                   throughput_vs_shape_figure(demo)):
+        for axes in figure.axes:
+            if axes.get_label() == "<colorbar>" or not axes.get_lines():
+                continue
+            assert axes.get_xlabel() and axes.get_ylabel(), axes

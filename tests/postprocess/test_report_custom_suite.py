@@ -28,8 +28,9 @@ def test_a_custom_suite_leads_with_its_results_and_collapses_absent_findings(tmp
     _custom_sweep(tmp_path / "runs")
     report = build_report(tmp_path / "runs", tmp_path / "out", pdf=False)
     titles = [s.title for s in report.sections]
-    assert titles[0].endswith("(`mycorpus`)"), titles
-    assert titles.index("Findings") > titles.index(titles[0])
+    # The evidence behind the user's results first (issue 40), then the results themselves.
+    assert titles[0] == "Evidence" and titles[1].endswith("(`mycorpus`)"), titles
+    assert titles.index("Findings") > titles.index(titles[1])
     section = report.sections[titles.index("Findings")]
     absent = [line for line in section.text if "need suites not in this directory" in line]
     assert len(absent) == 1 and "not listed" in absent[0]
@@ -62,7 +63,9 @@ def test_block_attnres_with_one_sublayer_blocks_is_marked_full_attnres(tmp_path)
     assert "Block AttnRes ‡" in ranking and "is Full AttnRes" in ranking
     report = build_report(tmp_path / "runs", tmp_path / "out", pdf=False)
     benchmark = report.table("benchmark_mycorpus").to_markdown()
-    assert benchmark.count("this is Full AttnRes") == 2  # L = 2 and L = 4
+    # One footnote for both cells (L = 2 and L = 4), said once and naming each.
+    assert benchmark.count("this is Full AttnRes") == 1
+    assert "Block AttnRes at d/L 64.0 (L2 d128); Block AttnRes at d/L 24.0 (L4 d96)" in benchmark
 
 
 def test_explicit_block_size_decides(tmp_path):

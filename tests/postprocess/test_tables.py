@@ -132,3 +132,16 @@ def test_latex_escapes_and_markdown_escapes_pipes():
     assert "A\\_b \\& 50\\%" in latex and "x\\_y & 1.5000 [1.0000, 2.0000]" in latex
     assert "a\\|b" in t.to_markdown()
     assert t.to_csv().splitlines() == ["a|b,c,c ci_low,c ci_high", "x_y,1.5,1.0,2.0"]
+
+
+def test_a_footnote_shared_by_many_cells_is_said_once(tmp_path):
+    # Every shape of HC diverged the same way: one footnote per reason, naming every cell.
+    mk.write_sweep(tmp_path, suite="main400m", designs=["hc", "pre_ln"], shapes=SHAPES,
+                   learning_rates=[2e-3], loss=lambda a, L, d, lr: None if a == "hc" else 2.8)
+    table = tables.benchmark_table(analyze(tmp_path).panel("main400m"))
+    notes = "\n".join(table.notes)
+    assert notes.count("no completed run") == 1, notes
+    assert notes.count("lr 2e-3 diverged: loss is NaN (step 7)") == 1, notes
+    assert all(f"(L{L} d{d})" in notes for L, d in SHAPES)
+    hc = [r for r in table.rows if r[0] == "HC"][0]
+    assert all(cell.mark == " [1]" for cell in hc[1:]), [c.mark for c in hc[1:]]

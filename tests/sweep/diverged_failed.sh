@@ -1,6 +1,7 @@
 #!/bin/bash
-# A run whose loss explodes is recorded `diverged` (step and reason), runs that throw (unknown
-# design, missing data file) are recorded `failed` with the message, and the sweep completes.
+# A run whose loss explodes is recorded `diverged` (step and reason), a run that throws (unknown
+# design) is recorded `failed` with the message, and the sweep completes; missing data is
+# refused before any run starts.
 source "$(dirname "$0")/common.sh" "$@"
 make_suite "$WORK/suite.ini" "designs=pre_ln, no_such_design" "depths=1" "pre_ln=3e-3 1e3" \
   "train.steps=60"
@@ -17,14 +18,17 @@ echo "diverged at step $(h5attr "$bad" status_step): $(h5attr "$bad" status_reas
 h5attr "$unknown" status_reason | grep -q "unknown architecture 'no_such_design'" || fail "unknown-design message missing"
 grep -q "3 runs: 1 completed 1 diverged 1 failed" "$WORK/log" || fail "sweep summary"
 
-# Missing data: every run fails with the file named, the sweep still ends normally (exit 0).
+# Missing data: found before any run starts (doc/sweeps.md, "Inputs checked before the sweep");
+# the sweep refuses with the pattern named and records no run.
 make_suite "$WORK/nodata.ini" "designs=pre_ln" "depths=1" "pre_ln=3e-3" \
   "data.train_files=$WORK/no/such/train_*.npy"
-"${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/nodata.ini" --out "$WORK/nodata" --quiet | tee "$WORK/nodata.log"
-f=$WORK/nodata/tiny__pre_ln__L1_d52__lr3e-03.h5
-[ "$(h5attr "$f" status)" = failed ] || fail "missing data not failed"
-h5attr "$f" status_reason | grep -q "no file matches" || fail "missing-data message"
-echo "missing data: $(h5attr "$f" status_reason)"
+if "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/nodata.ini" --out "$WORK/nodata" --quiet \
+    >"$WORK/nodata.log" 2>&1; then
+  fail "a sweep with missing data started"
+fi
+grep -q "no file matches .*no/such/train_" "$WORK/nodata.log" || fail "missing-data message: $(cat "$WORK/nodata.log")"
+! ls "$WORK"/nodata/*.h5 >/dev/null 2>&1 || fail "a run file was written for missing data"
+echo "missing data: refused before any run"
 
 # A malformed suite stops before any run with a message naming the key.
 sed 's/^budget = .*/budget = total lots/' "$WORK/suite.ini" >"$WORK/bad.ini"

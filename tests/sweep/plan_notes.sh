@@ -6,7 +6,7 @@ source "$(dirname "$0")/common.sh" "$@"
 make_suite "$WORK/suite.ini" "designs=pre_ln, attnres_block" "depths=1 2" "train.steps=2" \
   "pre_ln=3e-3"
 "$DEPTHBENCH" plan "$WORK/suite.ini" --out "$WORK/out" | tee "$WORK/plan.txt"
-grep -q "mem GiB     disk  state" "$WORK/plan.txt" || fail "plan: no disk column"
+grep -q "mem     disk  state" "$WORK/plan.txt" || fail "plan: no disk column"
 [ "$(grep -c "note: Block AttnRes at L = [12] has blocks of one sublayer" "$WORK/plan.txt")" -ge 2 ] ||
   fail "plan: no note under the Block AttnRes runs at L = 1, 2"
 grep -q "^disk: .* for the suite's kept files" "$WORK/plan.txt" || fail "plan: no suite disk total"

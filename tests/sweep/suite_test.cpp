@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(demo_suite_plans_ten_designs_at_three_shapes_longest_first)
   const Suite suite = parse_suite_file(kInput + "demo.ini");
   BOOST_TEST(suite.designs.size() == 10u);
   const std::vector<PlannedRun> runs = plan_suite(suite, "out");
-  BOOST_TEST(runs.size() == 30u);
+  BOOST_TEST(runs.size() == 60u);  // two seeds (suite.seeds = 1 2)
   double low = 1e9, high = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (i > 0) BOOST_TEST(runs[i - 1].flops >= runs[i].flops);
@@ -227,4 +227,102 @@ BOOST_AUTO_TEST_CASE(every_run_of_the_gpu_suites_fits_one_h200_with_a_margin) {
     }
     BOOST_TEST_MESSAGE(file << ": largest run " << largest / double(1 << 30) << " GiB");
   }
+}
+
+// Issue 40: a solved shape far from the budget is refused, naming the shape and budgets that
+// fit every depth; so is a head_dim below suite.min_head_dim unless the suite lowers it.
+BOOST_AUTO_TEST_CASE(shapes_far_from_the_budget_or_with_tiny_heads_are_refused) {
+  // The demo's shapes at 1M: L = 8 gets d = 96, 6.4% below. The budgets offered fit.
+  std::string demo = kGood;
+  demo.replace(demo.find("depths = 2 4"), 12, "depths = 2 4 8");
+  demo.replace(demo.find("train.steps = 10"), 16, "train.steps = 10\nmodel.vocab_size = 257");
+  std::string far;
+  try {
+    suite_shapes(parse_suite_text(demo, "demo1m.ini"));
+  } catch (const Error& e) {
+    far = e.what();
+  }
+  BOOST_TEST(
+      far.find("demo1m.ini: suite.depths 8: the nearest width d_model = 96") != std::string::npos,
+      far);
+  BOOST_TEST(
+      far.find("-6.4% from suite.budget 1M, beyond suite.budget_tolerance 5%") != std::string::npos,
+      far);
+  const std::string offered = "budgets within it at every depth: ";
+  BOOST_TEST_REQUIRE(far.find(offered) != std::string::npos, far);
+  std::string budgets = far.substr(far.find(offered) + offered.size());
+  budgets = budgets.substr(0, budgets.find(" ("));
+  for (const std::string& budget :
+       {budgets.substr(0, budgets.find(" or ")), budgets.substr(budgets.find(" or ") + 4)}) {
+    std::string fixed = demo;
+    fixed.replace(fixed.find("total 1M"), 8, "total " + budget);
+    BOOST_TEST_CONTEXT("offered budget " << budget) {
+      const Suite suite = parse_suite_text(fixed, "fixed.ini");
+      for (const Shape& shape : suite_shapes(suite))
+        BOOST_TEST(std::abs(budget_deviation(suite, shape)) <= 0.05);
+    }
+  }
+  // A wider tolerance accepts the same suite.
+  BOOST_TEST(error_of("budget = total 1M\ndepths = 2 4",
+                      "budget = total 1M\ndepths = 2 4\nbudget_tolerance = 0.5")
+                 .empty());
+  // Head dim 2 (d = 8 with 4 heads) is refused by default, accepted when the suite says so.
+  const std::string tiny = error_of("depths = 2 4", "shapes = 2x8");
+  BOOST_TEST(tiny.find("head_dim 2") != std::string::npos, tiny);
+  BOOST_TEST(tiny.find("suite.min_head_dim = 8") != std::string::npos, tiny);
+  BOOST_TEST(error_of("depths = 2 4", "shapes = 2x8\nmin_head_dim = 2").empty());
+  BOOST_TEST(
+      error_of("heads = 4", "heads = 4\nbudget_tolerance = 2").find("suite.budget_tolerance") !=
+      std::string::npos);
+}
+
+// Every shipped suite stays within the default tolerance (its solved shapes are printed in the
+// tables of doc/suites.md).
+BOOST_AUTO_TEST_CASE(every_shipped_suite_is_iso_parameter_within_five_percent) {
+  for (const char* file :
+       {"main400m.ini", "isobackbone300m.ini", "ladder200m.ini", "ladder300m.ini", "ladder400m.ini",
+        "ladder500m.ini", "validation1p6b.ini", "demo.ini"}) {
+    const Suite suite = parse_suite_file(kInput + file);
+    BOOST_TEST(suite.budget_tolerance == 0.05);
+    double largest = 0;
+    for (const Shape& shape : suite_shapes(suite)) {
+      largest = std::max(largest, std::abs(budget_deviation(suite, shape)));
+      BOOST_TEST(shape.model.head_dim() >= 8);
+    }
+    BOOST_TEST(largest <= 0.05, file);
+    BOOST_TEST_MESSAGE(file << ": largest deviation " << 100 * largest << "%");
+  }
+}
+
+// Issue 40: seeds are a sweep axis; each seed is a run of its own with the seed in its name.
+BOOST_AUTO_TEST_CASE(seeds_multiply_the_runs_and_name_them) {
+  std::string text = kGood;
+  text.replace(text.find("heads = 4"), 9, "heads = 4\nseeds = 1 2 3");
+  const Suite suite = parse_suite_text(text, "seeds.ini");
+  const std::vector<PlannedRun> runs = plan_suite(suite, "o");
+  BOOST_TEST(runs.size() == 3u * 2u * (1 + 2));
+  int with_seed_2 = 0;
+  for (const PlannedRun& run : runs) {
+    const std::string name = run.config.run_name();
+    const std::string suffix = "__s" + std::to_string(run.config.seed);
+    BOOST_TEST(name.substr(name.size() - suffix.size()) == suffix, name);
+    with_seed_2 += run.config.seed == 2;
+  }
+  BOOST_TEST(with_seed_2 == 2 * (1 + 2));
+  // Without seeds: one run per cell with the recipe's seed and the names as before.
+  for (const PlannedRun& run : plan_suite(parse_suite_text(kGood, "good.ini"), "o")) {
+    BOOST_TEST(run.config.seed == 1234u);
+    BOOST_TEST(run.config.run_name().find("__s") == std::string::npos);
+  }
+  BOOST_TEST(error_of("heads = 4", "heads = 4\nseeds = 1 1").find("given twice") !=
+             std::string::npos);
+  BOOST_TEST(error_of("train.steps = 10", "train.steps = 10\ntrain.seed = 5")
+                 .empty());  // the recipe's seed alone is fine
+  BOOST_TEST(error_of("heads = 4", "heads = 4\nseeds = 1 2").empty());
+  std::string both = kGood;
+  both.replace(both.find("heads = 4"), 9, "heads = 4\nseeds = 1 2");
+  both.replace(both.find("train.steps = 10"), 16, "train.steps = 10\ntrain.seed = 5");
+  BOOST_CHECK_EXCEPTION(parse_suite_text(both, "both.ini"), Error, [](const Error& e) {
+    return std::string(e.what()).find("suite.seeds and recipe train.seed") != std::string::npos;
+  });
 }

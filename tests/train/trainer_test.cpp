@@ -11,6 +11,7 @@
 #include "core/rng.hpp"
 #include "data/token_data.hpp"
 #include "data/token_dataset.hpp"
+#include "data/validation_windows.hpp"
 #include "data/window_order.hpp"
 #include "io/checkpoint.hpp"
 #include "io/run_file.hpp"
@@ -175,13 +176,16 @@ BOOST_AUTO_TEST_CASE(initial_weights_are_the_seeded_init_and_score_the_step_0_va
   model.initialize(c.seed);
   const auto values = model.params().values();
   BOOST_TEST(initial->params == std::vector<float>(values.begin(), values.end()));
-  // The first validation is of exactly these weights, on the first val_windows windows.
+  // The first validation is of exactly these weights, on the val_windows windows spread over
+  // the validation files (data/validation_windows.hpp).
   data::TokenFileOptions options;
   options.vocab_size = c.model.vocab_size;
   const data::TokenDataset val(c.data.val_files, c.recipe.seq_len, options);
   double sum = 0;
   std::vector<int32_t> window(c.recipe.seq_len);
-  for (int64_t w = 0; w < c.val_windows; ++w) {
+  const std::vector<int64_t> windows = data::validation_windows(val.num_windows(), c.val_windows);
+  BOOST_REQUIRE(int64_t(windows.size()) == c.val_windows);
+  for (int64_t w : windows) {
     val.read_window(w, window);
     sum += model.forward_loss(window.data(), 1, c.recipe.seq_len) / (c.recipe.seq_len - 1);
   }
