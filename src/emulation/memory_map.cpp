@@ -1,5 +1,7 @@
 #include "emulation/memory_map.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -13,9 +15,17 @@ std::map<const char*, Allocation>& allocations() {
   static std::map<const char*, Allocation> live;
   return live;
 }
-// The hazard checker asks from inside kernels on the one thread that runs them, far more often
-// than allocations change: remember the last answer.
-thread_local Allocation last_found;
+// The hazard checker asks from inside kernels, far more often than allocations change, about the
+// few buffers a kernel reads and writes: each thread keeps its last answers, valid while the
+// generation (bumped by every change) is the one they were found in.
+std::atomic<uint64_t> generation{1};
+constexpr int kRemembered = 8;
+struct Remembered {
+  Allocation found[kRemembered];
+  int next = 0;
+  uint64_t generation = 0;
+};
+thread_local Remembered remembered;
 
 }  // namespace
 
@@ -23,20 +33,25 @@ void register_allocation(const void* base, size_t bytes, MemoryKind kind) {
   std::lock_guard lock(mutex);
   const char* p = static_cast<const char*>(base);
   allocations()[p] = Allocation{p, bytes, kind};
-  last_found = Allocation{};
+  ++generation;
 }
 
 void unregister_allocation(const void* base) {
   std::lock_guard lock(mutex);
   allocations().erase(static_cast<const char*>(base));
-  last_found = Allocation{};
+  ++generation;
 }
 
 const Allocation* find_allocation(const void* p, size_t bytes) {
   const char* begin = static_cast<const char*>(p);
-  if (last_found.base && begin >= last_found.base &&
-      begin + bytes <= last_found.base + last_found.bytes)
-    return &last_found;
+  Remembered& r = remembered;
+  if (r.generation == generation.load(std::memory_order_acquire)) {
+    for (const Allocation& a : r.found)
+      if (a.base && begin >= a.base && begin + bytes <= a.base + a.bytes) return &a;
+  } else {
+    r = Remembered{};
+    r.generation = generation.load(std::memory_order_acquire);
+  }
   std::lock_guard lock(mutex);
   auto& live = allocations();
   auto it = live.upper_bound(begin);
@@ -44,8 +59,10 @@ const Allocation* find_allocation(const void* p, size_t bytes) {
   --it;
   const Allocation& a = it->second;
   if (begin + bytes > a.base + a.bytes) return nullptr;
-  last_found = a;
-  return &last_found;
+  Allocation& slot = r.found[r.next];
+  r.next = (r.next + 1) % kRemembered;
+  slot = a;
+  return &slot;
 }
 
 bool in_device_arena(const void* p) {

@@ -13,17 +13,18 @@ target_compile_definitions(depth_softmax_warp_test PRIVATE DB_EMULATE_DEVICE_LOO
 # tests/support/design_variants.hpp). model.extra_design_in_one_file builds a tree of its own
 # with one more design file and runs them all there (minutes: labelled slow). Its build folder
 # sits beside this one, at the same depth below the sources, so that the compiler cache serves
-# the library's objects (their include paths are relative).
+# the library's objects (their include paths are relative). pytorch_agreement_test is left out
+# for time: pytorch_bf16_storage_test reads the same reference and shows its skip of a design it
+# does not know.
 set(DEPTHBENCH_DESIGN_LOOP_TESTS
     model.design_registry_test model.parameter_layout_test model.layer_loop_test
     model.model_gradcheck_test model.recompute_test model.bf16_state_test
     model.bf16_storage_test model.fused_residual_norm_test model.poisoned_memory_test
-    model.pytorch_agreement_test model.pytorch_bf16_storage_test app.registry_listing_test
+    model.pytorch_bf16_storage_test app.registry_listing_test
     diag.diag_known_answers_test io.export_roundtrip_test train.gradient_buckets_test
     train.memory_estimate_test)
 add_test(NAME model.extra_design_in_one_file
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/extra_design_in_one_file.sh ${PROJECT_SOURCE_DIR}
                  ${PROJECT_BINARY_DIR}-extra-design ${CMAKE_BUILD_TYPE}
                  ${DEPTHBENCH_DESIGN_LOOP_TESTS})
-set_tests_properties(model.extra_design_in_one_file PROPERTIES LABELS "model;slow" TIMEOUT 3000
-                     RUN_SERIAL TRUE)
+set_tests_properties(model.extra_design_in_one_file PROPERTIES LABELS "model;slow" TIMEOUT 3000)

@@ -29,6 +29,11 @@ Arena& arena() {
   return a;
 }
 
+// The reserved range, for device_arena_contains: asked on every checked access of a kernel, so
+// kept in plain variables (set once, before the first device pointer exists).
+const char* reserved_begin = nullptr;
+const char* reserved_end = nullptr;
+
 size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
@@ -38,6 +43,7 @@ size_t round_up(size_t n, size_t to) {
 void* device_arena_allocate(size_t bytes) {
   Arena& a = arena();
   if (!a.base) return nullptr;
+  reserved_begin = a.base, reserved_end = a.base + kReserved;
   std::lock_guard lock(a.mutex);
   const size_t span = round_up(bytes ? bytes : 1, a.page);
   if (a.used + span + a.page > kReserved) return nullptr;
@@ -55,9 +61,8 @@ void device_arena_release(void* p, size_t bytes) {
 }
 
 bool device_arena_contains(const void* p) {
-  const Arena& a = arena();
   const char* c = static_cast<const char*>(p);
-  return a.base && c >= a.base && c < a.base + kReserved;
+  return c >= reserved_begin && c < reserved_end;
 }
 
 }  // namespace db::emulation

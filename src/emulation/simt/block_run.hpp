@@ -43,6 +43,9 @@ struct EmulatedThread {
   boost::context::fiber scheduler;  // the scheduler while this thread runs
   std::vector<PendingCopy> copies;
   long committed_groups = 0;
+  // The top of this thread's fiber stack: every local of the kernel lies between the frame of a
+  // memory hook and here, and needs no check (most accesses are to locals).
+  const char* stack_top = nullptr;
 };
 
 struct WarpGroup;

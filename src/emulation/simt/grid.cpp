@@ -379,6 +379,7 @@ struct GridRun {
   ctx::fiber make_fiber(unsigned i) {
     return ctx::fiber(std::allocator_arg, PooledStack{}, [this, i](ctx::fiber&& scheduler) {
       EmulatedThread& t = run.threads[i];
+      t.stack_top = static_cast<const char*>(__builtin_frame_address(0));
       t.scheduler = std::move(scheduler);
       while (!finished) {
         try {

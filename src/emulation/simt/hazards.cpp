@@ -61,6 +61,19 @@ struct Region {
   bool is_static = false;
 };
 
+// The shadow has one entry per cell of kCell bytes: bf16 is the smallest type a kernel keeps in
+// shared memory, so two threads never own the two bytes of one cell (two bytes of one cell
+// written by different threads would be reported as a race). Half the entries of a per-byte
+// shadow, half the checking work for every access. next_cell(p) steps an access over its cells.
+constexpr size_t kCell = 2;
+size_t cells(size_t bytes) {
+  return (bytes + kCell - 1) / kCell;
+}
+size_t next_cell(const Region& region, const char* p) {
+  return kCell - size_t(p - region.begin) % kCell;
+}
+
+
 struct Checker {
   bool enabled = true;
   // Whether the running grid's kernel code is instrumented (a hook fired from one of its
@@ -118,7 +131,7 @@ void find_static_shared() {
     if (known != checker.statics.end())
       r.shadow = std::move(known->shadow);
     else
-      r.shadow.resize(size_t(r.end - r.begin));
+      r.shadow.resize(cells(size_t(r.end - r.begin)));
   }
   checker.statics = std::move(regions);
 }
@@ -146,11 +159,11 @@ bool in_warp_order(const BlockRun& run, unsigned earlier, uint32_t earlier_sync,
 }
 
 Shadow& entry(const BlockRun& run, Region& region, const char* p) {
-  Shadow& s = region.shadow[size_t(p - region.begin)];
+  Shadow& s = region.shadow[size_t(p - region.begin) / kCell];
   if (s.generation != run.generation) {
     s = Shadow{};
     s.generation = run.generation;
-    if (region.is_static) ++checker.static_bytes_touched;
+    if (region.is_static) checker.static_bytes_touched += kCell;
   }
   return s;
 }
@@ -169,7 +182,7 @@ void check_shared(BlockRun& run, Region& region, unsigned thread, const char* p,
                   bool write, const char* what) {
   const unsigned warp = thread / kWarpSize;
   const uint32_t epoch = run.barrier_epoch, sync = run.warps[warp].sync_count;
-  for (size_t i = 0; i < bytes; ++i) {
+  for (size_t i = 0; i < bytes; i += next_cell(region, p + i)) {
     if (!run.fault.empty()) return;
     Shadow& s = entry(run, region, p + i);
     auto at = [&] { return where(region, p + i); };
@@ -238,8 +251,8 @@ void check_shared(BlockRun& run, Region& region, unsigned thread, const char* p,
 void report_uninitialised_reads(BlockRun& run) {
   for (const auto& read : checker.uninitialised_reads) {
     if (!run.fault.empty()) break;
-    for (size_t i = 0; i < read.bytes; ++i) {
-      Shadow& s = read.region->shadow[size_t(read.address + i - read.region->begin)];
+    for (size_t i = 0; i < read.bytes; i += next_cell(*read.region, read.address + i)) {
+      Shadow& s = read.region->shadow[size_t(read.address + i - read.region->begin) / kCell];
       if (!(s.flags & kUninitialisedRead)) continue;  // written since (a race, reported then)
       record_fault_for(run, read.thread,
                        read.what + " at " + where(*read.region, read.address + i) +
@@ -293,8 +306,8 @@ void hazards_begin_block(BlockRun& run) {
     checker.dynamic.begin = run.dynamic_shared;
     // The whole window up to the largest launch: an access past this launch's size is caught.
     checker.dynamic.end = run.dynamic_shared + std::max<size_t>(run.dynamic_shared_bytes, 16);
-    if (checker.dynamic.shadow.size() < size_t(checker.dynamic.end - checker.dynamic.begin))
-      checker.dynamic.shadow.resize(size_t(checker.dynamic.end - checker.dynamic.begin));
+    if (checker.dynamic.shadow.size() < cells(size_t(checker.dynamic.end - checker.dynamic.begin)))
+      checker.dynamic.shadow.resize(cells(size_t(checker.dynamic.end - checker.dynamic.begin)));
     checker.last_allocation = Allocation{};
     checker.instrumented = false;
   }
@@ -327,6 +340,8 @@ void check_access(BlockRun& run, unsigned thread, const void* p, size_t bytes, b
                   const char* what) {
   if (!checker.enabled || !run.fault.empty()) return;
   const char* c = static_cast<const char*>(p);
+  // Global memory first: the device arena is one range, the shared regions a list.
+  if (in_device_arena(c)) return check_global(run, c, bytes, write, what);
   if (Region* region = shared_region(c)) {
     if (region == &checker.dynamic && c + bytes > run.dynamic_shared + run.dynamic_shared_bytes) {
       record_fault(run, "out-of-bounds shared " + access_text(write, bytes, what) + " at " +
@@ -350,7 +365,7 @@ void check_atomic(BlockRun& run, const void* p, size_t bytes) {
     // Atomics do not race each other; plain accesses of other threads race them.
     const unsigned thread = run.current->linear, warp = thread / kWarpSize;
     const uint32_t epoch = run.barrier_epoch, sync = run.warps[warp].sync_count;
-    for (size_t i = 0; i < bytes; ++i) {
+    for (size_t i = 0; i < bytes; i += next_cell(*region, c + i)) {
       Shadow& s = entry(run, *region, c + i);
       if (s.write_epoch == 0 || (s.flags & kPendingCopy)) {
         record_fault(run, "atomic on shared memory this block never wrote (uninitialised) at " +
@@ -389,7 +404,7 @@ void hazards_copy_issued(BlockRun& run, const PendingCopy& copy) {
   const unsigned thread = run.current->linear;
   // The asynchronous copy writes its destination: it must not race earlier accesses.
   check_shared(run, *region, thread, copy.dst, size_t(copy.bytes), true, "cp.async");
-  for (int i = 0; i < copy.bytes; ++i) {
+  for (size_t i = 0; i < size_t(copy.bytes); i += next_cell(*region, copy.dst + i)) {
     Shadow& s = entry(run, *region, copy.dst + i);
     s.flags |= kPendingCopy;
     s.writer = uint16_t(thread);
@@ -401,7 +416,7 @@ void hazards_copy_done(BlockRun& run, const PendingCopy& copy) {
   Region* region = shared_region(copy.dst);
   if (!region) return;
   const unsigned thread = run.current->linear;
-  for (int i = 0; i < copy.bytes; ++i) {
+  for (size_t i = 0; i < size_t(copy.bytes); i += next_cell(*region, copy.dst + i)) {
     Shadow& s = entry(run, *region, copy.dst + i);
     s.flags &= uint8_t(~(kPendingCopy | kUninitialisedRead));
     s.write_epoch = run.barrier_epoch;
@@ -425,6 +440,9 @@ inline void on_access(const void* p, size_t bytes, bool write) {
   db::emulation::detail::BlockRun* run = active_block;
   if (!run || !run->current) [[likely]]
     return;
+  const char* c = static_cast<const char*>(p);
+  if (c >= static_cast<const char*>(__builtin_frame_address(0)) && c < run->current->stack_top)
+    return;  // the kernel's own locals, on its fiber's stack
   db::emulation::detail::note_instrumented_access();
   db::emulation::detail::check_access(*run, run->current->linear, p, bytes, write, nullptr);
 }
