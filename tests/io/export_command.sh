@@ -60,7 +60,9 @@ hf_tensors = {n: torch.from_numpy(a.copy()) for n, a in read_safetensors("runs/t
 model = HfLlama(hf_config, hf_tensors)
 T = hf_config["max_position_embeddings"]
 tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_*.npy"))]).astype(np.int64)
-windows = torch.from_numpy(tokens[:4 * T].reshape(4, T))
+# The windows eval scored (spread over the held-out set, doc/data.md): their indices are in its csv.
+picked = [int(r["window"]) for r in csv.DictReader(open("hf.csv"))]
+windows = torch.from_numpy(np.stack([tokens[w * T:(w + 1) * T] for w in picked]))
 with torch.no_grad():
     logits = model(windows)
 losses = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),

@@ -43,10 +43,25 @@ std::string full_name(const void* kernel) {
 
 }  // namespace
 
+// DEPTHBENCH_EMULATION_STATS=1: at exit, how many distinct kernels this process ran and how many
+// grids (doc/cuda.md, "The emulated device").
+struct LaunchStats {
+  std::map<const void*, std::string> names;
+  long grids = 0;
+  ~LaunchStats() {
+    const char* env = std::getenv("DEPTHBENCH_EMULATION_STATS");
+    if (env && *env == '1')
+      std::fprintf(stderr, "emulated device: %zu distinct kernels, %ld grids run\n", names.size(),
+                   grids);
+  }
+};
+
 std::string kernel_name(const void* kernel) {
   static std::mutex mutex;
-  static std::map<const void*, std::string> names;
+  static LaunchStats stats;
+  std::map<const void*, std::string>& names = stats.names;
   std::lock_guard lock(mutex);
+  ++stats.grids;
   auto it = names.find(kernel);
   if (it != names.end()) return it->second;
   Dl_info info{};
