@@ -7,7 +7,7 @@ MPIRUN = mpirun --allow-run-as-root --oversubscribe
 PYTHON ?= /usr/bin/python3
 DEMO_RANKS ?= 2
 
-.PHONY: deps configure build demo demo-data test test-quick test-emulated bench format clean
+.PHONY: deps configure configure-emulated build demo demo-data test test-quick test-emulated bench format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,15 +32,22 @@ demo: demo-data
 	$(MPIRUN) -np $(DEMO_RANKS) $(BUILD)/depthbench sweep input/demo.ini --ranks-per-run 1 --out runs/demo
 	$(PYTHON) -m postprocess report runs/demo --out runs/demo/report
 
-# Every test; then the gpu tests again, on the emulated device (doc/cuda.md, "The emulated device").
-test: build
-	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 1500
-	$(MAKE) test-emulated
+# Every test; then the gpu tests again, on the emulated device (doc/cuda.md, "The emulated
+# device"), whose build tree is built on one core while the main tree's tests run (many of them
+# wait on MPI ranks, signals and files).
+test: build configure-emulated
+	@cmake --build $(EMULATED_BUILD) -j 1 > $(EMULATED_BUILD)/build.log 2>&1 & emulated=$$!; \
+	  (cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 1500); main=$$?; \
+	  wait $$emulated || { tail -40 $(EMULATED_BUILD)/build.log; exit 1; }; \
+	  test $$main -eq 0
+	cd $(EMULATED_BUILD) && ctest --output-on-failure -j 2 --timeout 1500 -L "gpu|emulation"
 
 # The CUDA backend's sources built by the host compiler against the emulated device, and the
 # gpu and emulation tests run on it (no GPU needed).
-test-emulated: deps
+configure-emulated: deps
 	@cmake -S . -B $(EMULATED_BUILD) -DCMAKE_BUILD_TYPE=Release -DDEPTHBENCH_CUDA_EMULATION=ON $(LAUNCHER) >/dev/null
+
+test-emulated: configure-emulated
 	@cmake --build $(EMULATED_BUILD) -j $(JOBS)
 	cd $(EMULATED_BUILD) && ctest --output-on-failure -j 2 --timeout 1500 -L "gpu|emulation"
 

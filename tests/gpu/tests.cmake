@@ -50,7 +50,9 @@ if(DEPTHBENCH_CUDA_EMULATION AND TARGET depthbench)
            COMMAND env DEPTHBENCH_EMULATED_DEVICE=1 CHECK_PREBUILT=1 BUILD=${PROJECT_BINARY_DIR}
                    STAGES=sweep WORK=${PROJECT_BINARY_DIR}/test-work/check PYTHON=${SYSTEM_PYTHON}
                    bash ${CMAKE_CURRENT_LIST_DIR}/check.sh)
-  set_tests_properties(gpu.check_sweep_stage_on_emulated_device PROPERTIES LABELS gpu TIMEOUT 600)
+  # Minutes on the emulated device (two sweeps of 30-step runs): by hand, `ctest -L emulated_check`.
+  set_tests_properties(gpu.check_sweep_stage_on_emulated_device PROPERTIES LABELS emulated_check
+                       TIMEOUT 1200)
   add_test(NAME gpu.selftest_on_emulated_device COMMAND $<TARGET_FILE:depthbench> selftest --backend cuda)
   set_tests_properties(gpu.selftest_on_emulated_device PROPERTIES LABELS gpu TIMEOUT 900)
 endif()

@@ -19,8 +19,16 @@ if [ "$GPU" = cuda ] && [ -z "${DEPTHBENCH_EMULATED_DEVICE:-}" ] &&
 fi
 cd "$WORK"
 
-COMMON=(--model.n_layer 3 --model.d_model 64 --model.n_head 4 --model.vocab_size 257
-  --train.steps 20 --train.seq_len 64 --train.global_batch 8 --train.micro_batch 4
+# On the emulated device every kernel runs on the host with its accesses checked: a smaller
+# model (d = 32, T = 32) and three designs (one stream, several streams, depth sources) by
+# default; the checks are the same.
+d_model=64 seq_len=64
+if [ -n "${DEPTHBENCH_EMULATED_DEVICE:-}" ] && [ "$GPU" = cuda ]; then
+  d_model=32 seq_len=32
+  DESIGNS=${DESIGNS:-pre_ln hc attnres_block}
+fi
+COMMON=(--model.n_layer 3 --model.d_model $d_model --model.n_head 4 --model.vocab_size 257
+  --train.steps 20 --train.seq_len $seq_len --train.global_batch 8 --train.micro_batch 4
   --train.val_interval 10 --train.val_windows 4 --train.log_interval 1 --train.warmup_fraction 0.1
   --train.learning_rate 3e-3 --train.threads 2
   --data.train_files "$DATA/train_*.npy" --data.val_files "$DATA/val_*.npy"

@@ -124,7 +124,7 @@ def check_initial_values(name, tensor, init, problems):
         problems.append(f"{name}: {tensor.tolist()} is not the documented {value.tolist()}")
 
 
-# --- the reference model on the validation windows (doc/data.md: window k = tokens kT..kT+T−1) ---
+# --- the reference model on the validation windows (doc/data.md: window w = tokens wT..wT+T−1) ---
 def reference_config(a):
     config = {k: a[k] for k in ("arch", "n_layer", "d_model", "n_head", "n_kv_head", "head_dim",
                                 "ff", "vocab_size", "rope_theta", "norm_eps")}
@@ -153,9 +153,13 @@ def window_losses(attrs, tensors, windows):
 
 
 def validation_windows():
+    """The windows a run scores (doc/data.md, "Validation windows"): of the A windows the
+    concatenated files hold, window floor(k·A/n) for k < n, spread over the held-out set."""
     tokens = np.concatenate([np.load(p) for p in sorted(glob.glob("data/val_*.npy"))])
-    return [torch.from_numpy(tokens[k * SEQ_LEN:(k + 1) * SEQ_LEN].astype(np.int64))
-            for k in range(VAL_WINDOWS)]
+    available = len(tokens) // SEQ_LEN
+    n = min(VAL_WINDOWS, available)
+    return [torch.from_numpy(tokens[w * SEQ_LEN:(w + 1) * SEQ_LEN].astype(np.int64))
+            for w in (k * available // n for k in range(n))]
 
 
 def main():

@@ -70,7 +70,7 @@ std::string kernel_name(const void* kernel) {
     name = demangled(info.dli_sname);
   } else {
     char text[64];
-    std::snprintf(text, sizeof text, "kernel at %p", kernel);
+    std::snprintf(text, sizeof text, "%p", kernel);
     name = text;
   }
   return names.emplace(kernel, name).first->second;
