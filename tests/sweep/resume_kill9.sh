@@ -15,7 +15,8 @@ run="tiny__pre_ln__L2_d40__lr3e-03"
 "${MPIRUN[@]}" -np 2 "$DEPTHBENCH" sweep "$WORK/suite.ini" --ranks-per-run 2 --out "$WORK/resumed" \
   >"$WORK/killed.log" 2>&1 &
 launcher=$!
-last_logged_step() { grep -o "step [0-9]*/$STEPS" "$WORK/resumed/$run.log" 2>/dev/null | tail -1 | tr -dc '0-9/' | cut -d/ -f1; }
+# The steps done of the last progress line ("step 25 (26 of 40) loss ...").
+last_logged_step() { grep -o "([0-9]* of $STEPS)" "$WORK/resumed/$run.log" 2>/dev/null | tail -1 | tr -dc '0-9 ' | cut -d' ' -f1; }
 for _ in $(seq 6000); do
   [ -f "$WORK/resumed/$run.ckpt" ] && [ "$(last_logged_step || true)" -gt 25 ] 2>/dev/null && break
   sleep 0.01
