@@ -387,9 +387,8 @@ void TrainingRun::log_step(int64_t step, const CurveRow& row, double eta_seconds
     // "step" as curves/step has it (0-based); in parentheses the steps done of the run's total.
     say(false, "%s: step %lld (%lld of %lld) loss %.4f lr %.2e tok/s %.0f GFLOP/s %.1f ETA %s\n",
         config_.run_name().c_str(), (long long)step, (long long)(step + 1), (long long)r.steps,
-        row.train_loss,
-        row.learning_rate, row.tokens_per_second, flops_per_token_ * row.tokens_per_second * 1e-9,
-        format_duration(eta_seconds).c_str());
+        row.train_loss, row.learning_rate, row.tokens_per_second,
+        flops_per_token_ * row.tokens_per_second * 1e-9, format_duration(eta_seconds).c_str());
 }
 
 Fault TrainingRun::validate(int64_t step, bool final) {

@@ -3,7 +3,8 @@
 // the loss and every parameter's gradient within the fp32 bound (gpu_support.hpp), relative to
 // the scale of its tensor group (error_in_group), and within the bf16 bound with bf16 activation
 // storage on both (train.activation_dtype) and with bf16 state (train.state_dtype) — and two
-// GPU runs give bit-identical gradients (no atomics anywhere). Without a GPU each case prints "no GPU: skipped" and passes.
+// GPU runs give bit-identical gradients (no atomics anywhere). Without a GPU each case prints "no
+// GPU: skipped" and passes.
 #define BOOST_TEST_MODULE cuda_model_parity
 #define BOOST_TEST_DYN_LINK
 #include <algorithm>
@@ -194,8 +195,8 @@ BOOST_AUTO_TEST_CASE(bf16_state_matches_the_cpus_on_the_gpu) {
     OpsOptions options;
     options.bf16_state = true;
     options.activation_dtype = storage;
-    const std::string suffix = storage == ActivationDtype::bf16 ? ", bf16 state and storage"
-                                                                : ", bf16 state";
+    const std::string suffix =
+        storage == ActivationDtype::bf16 ? ", bf16 state and storage" : ", bf16 state";
     for (const DesignInfo& design : all_designs())
       if (design.rounds_state)
         check_design(tiny_config(design.name), design.name + suffix, options, kBf16Tolerance);

@@ -7,11 +7,12 @@
 // when cuDNN fails to run it.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE cudnn_attention
+#include "ops/cuda/cudnn_attention.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include "gpu/gpu_support.hpp"
 #include "ops/cuda/attention_paths.hpp"
-#include "ops/cuda/cudnn_attention.hpp"
 #include "ops/cuda/flash_attention.hpp"
 
 using namespace db;
@@ -216,8 +217,8 @@ BOOST_AUTO_TEST_CASE(auto_moves_a_shape_to_flash_when_cudnn_fails_to_run_it) {
   BOOST_TEST((paths.path_for(s) == AttentionPath::flash));
   BOOST_TEST(paths.report().find("cuDNN failed to run") != std::string::npos);
   BOOST_TEST((fell_back.o == expected.o && fell_back.lse == expected.lse));
-  BOOST_TEST((fell_back.dq == expected.dq && fell_back.dk == expected.dk &&
-              fell_back.dv == expected.dv));
+  BOOST_TEST(
+      (fell_back.dq == expected.dq && fell_back.dk == expected.dk && fell_back.dv == expected.dv));
 
   // The backward alone: cuDNN's forward ran, its execution fails from the backward on.
   cuda::AttentionPaths late(AttentionPath::automatic, Precision::bf16);

@@ -19,7 +19,8 @@ struct Arena {
   std::mutex mutex;
   Arena() {
     page = size_t(sysconf(_SC_PAGESIZE));
-    void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p =
+        mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
   }
 };

@@ -34,24 +34,23 @@ cudaDeviceProp emulated_device_properties(int device) {
   return p;
 }
 
-#define EMU_ERRORS(X)                                                                   \
-  X(cudaSuccess, "no error")                                                            \
-  X(cudaErrorInvalidValue, "invalid argument")                                          \
-  X(cudaErrorMemoryAllocation, "out of memory")                                         \
-  X(cudaErrorInvalidConfiguration, "invalid configuration argument")                    \
-  X(cudaErrorInvalidDevice, "invalid device ordinal")                                   \
-  X(cudaErrorNoDevice, "no CUDA-capable device is detected")                            \
-  X(cudaErrorInvalidResourceHandle, "invalid resource handle")                          \
-  X(cudaErrorNotReady, "device not ready")                                              \
-  X(cudaErrorIllegalAddress, "an illegal memory access was encountered")                \
-  X(cudaErrorLaunchFailure, "unspecified launch failure")                               \
-  X(cudaErrorLaunchOutOfResources, "too many resources requested for launch")           \
-  X(cudaErrorIllegalState, "the operation is not permitted in the current state")       \
-  X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing") \
-  X(cudaErrorStreamCaptureInvalidated,                                                  \
-    "operation failed due to a previous error during capture")                          \
-  X(cudaErrorStreamCaptureImplicit,                                                     \
-    "operation would make the legacy stream depend on a capturing blocking stream")     \
+#define EMU_ERRORS(X)                                                                             \
+  X(cudaSuccess, "no error")                                                                      \
+  X(cudaErrorInvalidValue, "invalid argument")                                                    \
+  X(cudaErrorMemoryAllocation, "out of memory")                                                   \
+  X(cudaErrorInvalidConfiguration, "invalid configuration argument")                              \
+  X(cudaErrorInvalidDevice, "invalid device ordinal")                                             \
+  X(cudaErrorNoDevice, "no CUDA-capable device is detected")                                      \
+  X(cudaErrorInvalidResourceHandle, "invalid resource handle")                                    \
+  X(cudaErrorNotReady, "device not ready")                                                        \
+  X(cudaErrorIllegalAddress, "an illegal memory access was encountered")                          \
+  X(cudaErrorLaunchFailure, "unspecified launch failure")                                         \
+  X(cudaErrorLaunchOutOfResources, "too many resources requested for launch")                     \
+  X(cudaErrorIllegalState, "the operation is not permitted in the current state")                 \
+  X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")        \
+  X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture") \
+  X(cudaErrorStreamCaptureImplicit,                                                               \
+    "operation would make the legacy stream depend on a capturing blocking stream")               \
   X(cudaErrorNotSupported, "operation not supported")
 
 const char* error_name(cudaError_t error) {

@@ -28,7 +28,8 @@ std::string full_name(const void* kernel) {
   Dl_info info{};
   if (!dladdr(kernel, &info) || !info.dli_fname) return kernel_name(kernel);
   char command[4096];
-  std::snprintf(command, sizeof command, "addr2line -f -C -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
+  std::snprintf(command, sizeof command, "addr2line -f -C -e '%s' 0x%lx 2>/dev/null",
+                info.dli_fname,
                 static_cast<unsigned long>(reinterpret_cast<const char*>(kernel) -
                                            static_cast<const char*>(info.dli_fbase)));
   FILE* pipe = popen(command, "r");

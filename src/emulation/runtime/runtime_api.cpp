@@ -88,8 +88,8 @@ cudaError_t check_copy(void* dst, const void* src, size_t bytes) {
 }
 
 // A device fault turns every later call into its error, as a corrupted CUDA context does.
-#define EMU_STICKY()                                                   \
-  do {                                                                 \
+#define EMU_STICKY()                                                        \
+  do {                                                                      \
     if (sticky_error() != cudaSuccess) return record_error(sticky_error()); \
   } while (0)
 
@@ -187,14 +187,29 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   if (device < 0 || device >= emulated_device_count()) return record_error(cudaErrorInvalidDevice);
   const cudaDeviceProp p = emulated_device_properties(device);
   switch (attr) {
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = int(p.sharedMemPerBlockOptin); break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = int(p.sharedMemPerBlock); break;
-    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
-    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
-    case cudaDevAttrWarpSize: *value = p.warpSize; break;
-    default: return record_error(cudaErrorInvalidValue);
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = int(p.sharedMemPerBlockOptin);
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = int(p.sharedMemPerBlock);
+      break;
+    case cudaDevAttrMultiProcessorCount:
+      *value = p.multiProcessorCount;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = p.major;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = p.minor;
+      break;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = p.maxThreadsPerBlock;
+      break;
+    case cudaDevAttrWarpSize:
+      *value = p.warpSize;
+      break;
+    default:
+      return record_error(cudaErrorInvalidValue);
   }
   return cudaSuccess;
 }
@@ -212,7 +227,8 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
     // The opt-in limit: static and dynamic shared memory together (227 KiB on an H100/H200).
-    if (value < 0 || size_t(value) > kSharedPerBlockOptin) return record_error(cudaErrorInvalidValue);
+    if (value < 0 || size_t(value) > kSharedPerBlockOptin)
+      return record_error(cudaErrorInvalidValue);
     function_attributes()[func].max_dynamic_shared = value;
     return cudaSuccess;
   }
@@ -267,7 +283,8 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
   return enqueue(stream, "cudaFreeAsync", [p] {
     std::lock_guard lock(streams_mutex());
     const size_t bytes = book().sizes.count(p) ? book().sizes[p] : 0;
-    if (!release_device(p)) throw DeviceFault("cudaFreeAsync of memory that is not allocated (a double free?)");
+    if (!release_device(p))
+      throw DeviceFault("cudaFreeAsync of memory that is not allocated (a double free?)");
     book().pool_used -= std::min(book().pool_used, bytes);
   });
 }
@@ -366,11 +383,20 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr attr, void* v
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t, cudaMemPoolAttr attr, void* value) {
   uint64_t v = 0;
   switch (attr) {
-    case cudaMemPoolAttrUsedMemHigh: v = book().pool_high; break;
-    case cudaMemPoolAttrUsedMemCurrent: v = book().pool_used; break;
-    case cudaMemPoolAttrReservedMemHigh: v = book().pool_high; break;
-    case cudaMemPoolAttrReservedMemCurrent: v = book().pool_used; break;
-    default: break;
+    case cudaMemPoolAttrUsedMemHigh:
+      v = book().pool_high;
+      break;
+    case cudaMemPoolAttrUsedMemCurrent:
+      v = book().pool_used;
+      break;
+    case cudaMemPoolAttrReservedMemHigh:
+      v = book().pool_high;
+      break;
+    case cudaMemPoolAttrReservedMemCurrent:
+      v = book().pool_used;
+      break;
+    default:
+      break;
   }
   *static_cast<uint64_t*>(value) = v;
   return cudaSuccess;
@@ -492,7 +518,8 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop)
   const Event* a = reinterpret_cast<Event*>(start);
   const Event* b = reinterpret_cast<Event*>(stop);
   if (!a->timing || !b->timing) return record_error(cudaErrorInvalidResourceHandle);
-  if (!a->reached || !b->reached || !a->stream || !b->stream) return record_error(cudaErrorNotReady);
+  if (!a->reached || !b->reached || !a->stream || !b->stream)
+    return record_error(cudaErrorNotReady);
   *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
   return cudaSuccess;
 }

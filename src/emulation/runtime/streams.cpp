@@ -182,7 +182,8 @@ cudaError_t sticky_error() {
 }
 
 void set_sticky_error(cudaError_t code, const std::string& message) {
-  if (sticky == cudaSuccess) std::fprintf(stderr, "emulated CUDA device fault: %s\n", message.c_str());
+  if (sticky == cudaSuccess)
+    std::fprintf(stderr, "emulated CUDA device fault: %s\n", message.c_str());
   sticky = code;
   last_error = code;
 }

@@ -16,9 +16,9 @@ namespace db::emulation {
 struct Graph;
 
 struct Stream {
-  bool blocking = true;       // synchronises with the legacy stream (cudaStreamNonBlocking: no)
-  uint64_t issued = 0;        // sequence number of the last work enqueued
-  uint64_t completed = 0;     // sequence number of the last work run
+  bool blocking = true;    // synchronises with the legacy stream (cudaStreamNonBlocking: no)
+  uint64_t issued = 0;     // sequence number of the last work enqueued
+  uint64_t completed = 0;  // sequence number of the last work run
   struct Work {
     uint64_t sequence;
     std::string what;

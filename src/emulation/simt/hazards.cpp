@@ -73,7 +73,6 @@ size_t next_cell(const Region& region, const char* p) {
   return kCell - size_t(p - region.begin) % kCell;
 }
 
-
 struct Checker {
   bool enabled = true;
   // Whether the running grid's kernel code is instrumented (a hook fired from one of its

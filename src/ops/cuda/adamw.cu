@@ -95,9 +95,10 @@ void adamw_step(float* values, const float* grads, float* m, float* v, const uin
   if (count <= 0) return;
   const double bias1 = 1.0 - std::pow(s.beta1, double(s.step));
   const double bias2 = 1.0 - std::pow(s.beta2, double(s.step));
-  launch(adamw_kernel, detail::grid_for(count, kThreads, 132 * 16), kThreads, 0, stream, values, grads, m, v, decay, count, float(s.lr), float(s.beta1), float(s.beta2), float(s.eps),
-      float(s.weight_decay), float(bias1), float(bias2), float(s.clip_scale), s.norm_sq,
-      s.grad_clip, values_bf16);
+  launch(adamw_kernel, detail::grid_for(count, kThreads, 132 * 16), kThreads, 0, stream, values,
+         grads, m, v, decay, count, float(s.lr), float(s.beta1), float(s.beta2), float(s.eps),
+         float(s.weight_decay), float(bias1), float(bias2), float(s.clip_scale), s.norm_sq,
+         s.grad_clip, values_bf16);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -73,7 +73,8 @@ void add_norm_forward(float* sum, float* y, float* mean, float* rstd, const floa
   if (N <= 0) return;
   const size_t smem = size_t(d) * sizeof(float);
   allow_row_in_shared(add_norm_forward_kernel<kLayerNorm>, smem);
-  launch(add_norm_forward_kernel<kLayerNorm>, unsigned(N), kNormForwardThreads, smem, stream, sum, y, mean, rstd, x, branch, alpha, g, d, float(eps));
+  launch(add_norm_forward_kernel<kLayerNorm>, unsigned(N), kNormForwardThreads, smem, stream, sum,
+         y, mean, rstd, x, branch, alpha, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 }  // namespace
@@ -90,13 +91,14 @@ void add_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const
   add_norm_forward<true>(sum, y, mean, rstd, x, branch, alpha, g, N, d, eps, stream);
 }
 
-void norm_add_rmsnorm_forward(float* sum, float* y, float* rstd, float* branch_rstd,
-                              const float* x, const float* branch, const float* branch_g,
-                              const float* g, int64_t N, int d, double eps, cudaStream_t stream) {
+void norm_add_rmsnorm_forward(float* sum, float* y, float* rstd, float* branch_rstd, const float* x,
+                              const float* branch, const float* branch_g, const float* g, int64_t N,
+                              int d, double eps, cudaStream_t stream) {
   if (N <= 0) return;
   const size_t smem = size_t(d) * sizeof(float);
   allow_row_in_shared(norm_add_rmsnorm_forward_kernel, smem);
-  launch(norm_add_rmsnorm_forward_kernel, unsigned(N), kNormForwardThreads, smem, stream, sum, y, rstd, branch_rstd, x, branch, branch_g, g, d, float(eps));
+  launch(norm_add_rmsnorm_forward_kernel, unsigned(N), kNormForwardThreads, smem, stream, sum, y,
+         rstd, branch_rstd, x, branch, branch_g, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 

@@ -368,8 +368,8 @@ void forward_launch(T* o, float* lse, const T* q, const T* k, const T* v, const 
   const size_t smem = sizeof(float) * ((kBr + 2 * kBc) * kHdStride<HDP> + kBr * kRowTileStride);
   allow_shared_memory(attention_forward_kernel<T, HDP>, smem);
   const dim3 grid((s.seq_len + kBr - 1) / kBr, unsigned(s.batch * s.heads));
-  launch(attention_forward_kernel<T, HDP>, grid, kThreads, smem, stream, o, lse, q, k, v, s.seq_len, s.heads, s.kv_heads,
-                                         s.head_dim, float(1.0 / std::sqrt(double(s.head_dim))));
+  launch(attention_forward_kernel<T, HDP>, grid, kThreads, smem, stream, o, lse, q, k, v, s.seq_len,
+         s.heads, s.kv_heads, s.head_dim, float(1.0 / std::sqrt(double(s.head_dim))));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -380,20 +380,23 @@ void backward_launch(T* dq, T* dk, T* dv, const T* d_o, const T* o, const float*
   const int64_t rows_heads = s.batch * s.seq_len * s.heads;
   float* delta = nullptr;
   CUDA_CHECK(malloc_async(&delta, size_t(rows_heads) * sizeof(float), stream));
-  launch(attention_delta_kernel<T>, unsigned((rows_heads * 32 + 255) / 256), 256, 0, stream, delta, d_o, o, rows_heads, s.seq_len, s.heads, s.head_dim);
+  launch(attention_delta_kernel<T>, unsigned((rows_heads * 32 + 255) / 256), 256, 0, stream, delta,
+         d_o, o, rows_heads, s.seq_len, s.heads, s.head_dim);
   CUDA_CHECK_LAUNCH();
 
   const size_t smem_kv =
       sizeof(float) * (2 * (kBr + kBc) * kHdStride<HDP> + 2 * kBr * kKeyTileStride + 2 * kBr);
   allow_shared_memory(attention_dkdv_kernel<T, HDP>, smem_kv);
   const dim3 grid_kv((s.seq_len + kBc - 1) / kBc, unsigned(s.batch * s.kv_heads));
-  launch(attention_dkdv_kernel<T, HDP>, grid_kv, kThreads, smem_kv, stream, dk, dv, d_o, lse, delta, q, k, v, s.seq_len, s.heads, s.kv_heads, s.head_dim, scale);
+  launch(attention_dkdv_kernel<T, HDP>, grid_kv, kThreads, smem_kv, stream, dk, dv, d_o, lse, delta,
+         q, k, v, s.seq_len, s.heads, s.kv_heads, s.head_dim, scale);
   CUDA_CHECK_LAUNCH();
 
   const size_t smem_q = sizeof(float) * (2 * (kBr + kBc) * kHdStride<HDP> + kBr * kRowTileStride);
   allow_shared_memory(attention_dq_kernel<T, HDP>, smem_q);
   const dim3 grid_q((s.seq_len + kBr - 1) / kBr, unsigned(s.batch * s.heads));
-  launch(attention_dq_kernel<T, HDP>, grid_q, kThreads, smem_q, stream, dq, d_o, lse, delta, q, k, v, s.seq_len, s.heads, s.kv_heads, s.head_dim, scale);
+  launch(attention_dq_kernel<T, HDP>, grid_q, kThreads, smem_q, stream, dq, d_o, lse, delta, q, k,
+         v, s.seq_len, s.heads, s.kv_heads, s.head_dim, scale);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaFreeAsync(delta, stream));
 }

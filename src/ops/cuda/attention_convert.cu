@@ -42,7 +42,7 @@ void to_padded(bf16* dst, const S* src, int64_t rows, int width, int padded_widt
   const int64_t count = rows * padded_width;
   if (count == 0) return;
   launch(to_padded_bf16_kernel<S>, blocks_for(count), kThreads, 0, stream, dst, src, count, width,
-                                                                    padded_width);
+         padded_width);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -52,7 +52,7 @@ void from_padded(D* dst, const bf16* src, int64_t rows, int width, int padded_wi
   const int64_t count = rows * width;
   if (count == 0) return;
   launch(from_padded_bf16_kernel<D>, blocks_for(count), kThreads, 0, stream, dst, src, count, width,
-                                                                      padded_width);
+         padded_width);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -126,8 +126,7 @@ AttentionPath AttentionPaths::path_for(const AttentionShape& s, bool moda) {
   return it->second.path;
 }
 
-bool AttentionPaths::fall_back_after_cudnn_failed(const AttentionShape& s,
-                                                   const std::string& why) {
+bool AttentionPaths::fall_back_after_cudnn_failed(const AttentionShape& s, const std::string& why) {
   if (requested_ != AttentionPath::automatic || !flash_attention_supports(s)) return false;
   const std::string reason = "cuDNN failed to run " + describe(s) + " (" + why + ")";
   note(reason + "; using our flash kernel from now on");

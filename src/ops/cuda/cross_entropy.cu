@@ -123,7 +123,8 @@ void head_pass(GemmHandle& gh, float* row_loss, const TS* h, const TS* W, const 
     }
     gemm(gh, false, true, rows, s.vocab, s.d, 1.f, hc, s.d, W_math, s.d, 0.f, logits, s.vocab,
          stream);
-    launch(softmax_xent_kernel<L, T>, rows, kThreads, 0, stream, row_loss + begin, dlogits, logits, targets + begin, s.vocab, float(grad_scale));
+    launch(softmax_xent_kernel<L, T>, rows, kThreads, 0, stream, row_loss + begin, dlogits, logits,
+           targets + begin, s.vocab, float(grad_scale));
     CUDA_CHECK_LAUNCH();
     if (dh) {
       // dh = dlogits·W ; dW += dlogitsᵀ·h

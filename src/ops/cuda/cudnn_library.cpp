@@ -25,11 +25,18 @@ CudnnLibrary* open_library(std::string& why) {
 #if defined(DEPTHBENCH_CUDA_EMULATION)
   // The emulated device's cuDNN: the same entry points, defined in this process.
   (void)why;
-  return new CudnnLibrary{&::cudnnGetVersion, &::cudnnGetErrorString, &::cudnnGetLastErrorString,
-                          &::cudnnCreate, &::cudnnDestroy, &::cudnnSetStream,
-                          &::cudnnBackendCreateDescriptor, &::cudnnBackendDestroyDescriptor,
-                          &::cudnnBackendSetAttribute, &::cudnnBackendGetAttribute,
-                          &::cudnnBackendFinalize, &::cudnnBackendExecute,
+  return new CudnnLibrary{&::cudnnGetVersion,
+                          &::cudnnGetErrorString,
+                          &::cudnnGetLastErrorString,
+                          &::cudnnCreate,
+                          &::cudnnDestroy,
+                          &::cudnnSetStream,
+                          &::cudnnBackendCreateDescriptor,
+                          &::cudnnBackendDestroyDescriptor,
+                          &::cudnnBackendSetAttribute,
+                          &::cudnnBackendGetAttribute,
+                          &::cudnnBackendFinalize,
+                          &::cudnnBackendExecute,
                           emulation::kEmulatedCudnnPath};
 #endif
   void* handle = nullptr;

@@ -60,14 +60,16 @@ __global__ void axpby_kernel(T* y, float a, const T* x, float b, int64_t n, int6
 // The launches: W values per thread from `head` on (W = 1, head = 0: one value per thread).
 template <int W, class TD, class TS>
 void convert_launch(TD* dst, const TS* src, int64_t count, int64_t head, cudaStream_t stream) {
-  launch(convert_kernel<W, TD, TS>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream, dst, src, count, head);
+  launch(convert_kernel<W, TD, TS>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream,
+         dst, src, count, head);
   CUDA_CHECK_LAUNCH();
 }
 
 template <int W, class T>
 void axpby_launch(T* y, float a, const T* x, float b, int64_t count, int64_t head,
                   cudaStream_t stream) {
-  launch(axpby_kernel<W, T>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream, y, a, x, b, count, head);
+  launch(axpby_kernel<W, T>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream, y, a, x,
+         b, count, head);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -146,7 +148,8 @@ void axpby_scalar(bf16* y, float a, const bf16* x, float b, int64_t count, cudaS
 
 void fill_truncated_normal(float* x, int64_t count, float std, uint64_t seed, cudaStream_t stream) {
   if (count <= 0) return;
-  launch(truncated_normal_kernel, grid_for(count, kThreads), kThreads, 0, stream, x, count, std, seed);
+  launch(truncated_normal_kernel, grid_for(count, kThreads), kThreads, 0, stream, x, count, std,
+         seed);
   CUDA_CHECK_LAUNCH();
 }
 

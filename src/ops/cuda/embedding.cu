@@ -78,8 +78,8 @@ void embedding_backward(float* dE, const int32_t* tokens, const TX* dx, int64_t 
                                              sorted_rows, count, 0, 32, stream));
   constexpr int kThreads = 128;
   const dim3 grid(unsigned(N), unsigned((d + kThreads - 1) / kThreads));
-  launch(embedding_backward_sorted_kernel<TX>, grid, kThreads, 0, stream, dE, sorted_tokens, sorted_rows,
-                                                                  dx, N, d);
+  launch(embedding_backward_sorted_kernel<TX>, grid, kThreads, 0, stream, dE, sorted_tokens,
+         sorted_rows, dx, N, d);
   CUDA_CHECK_LAUNCH();
   for (void* p : {temp, static_cast<void*>(rows), static_cast<void*>(sorted_tokens),
                   static_cast<void*>(sorted_rows)})

@@ -592,7 +592,8 @@ void forward_launch(bf16* o, float* lse, const bf16* q, const bf16* k, const bf1
   const size_t smem = sizeof(bf16) * (kTileRows + 4 * kTileCols) * kStride<HDP>;
   allow_shared_memory(flash_forward_kernel<HDP>, smem);
   const dim3 grid(tiles(s.seq_len), unsigned(s.batch * s.heads));
-  launch(flash_forward_kernel<HDP>, grid, kThreads, smem, stream, o, lse, q, k, v, dims_for(s, q, k, v));
+  launch(flash_forward_kernel<HDP>, grid, kThreads, smem, stream, o, lse, q, k, v,
+         dims_for(s, q, k, v));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -605,7 +606,7 @@ void backward_launch(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* 
   float* delta = nullptr;
   CUDA_CHECK(malloc_async(&delta, size_t(rows_heads) * sizeof(float), stream));
   launch(flash_delta_kernel, unsigned((rows_heads * 32 + 255) / 256), 256, 0, stream, delta, d_o, o,
-                                                                                  rows_heads, d);
+         rows_heads, d);
   CUDA_CHECK_LAUNCH();
 
   // dK/dV: K, V and two buffers of Q, dO, lse, D; dQ: Q, dO and two buffers of K, V.
@@ -613,12 +614,14 @@ void backward_launch(bf16* dq, bf16* dk, bf16* dv, const bf16* d_o, const bf16* 
   const size_t smem_kv = tile_bytes + sizeof(float) * 4 * kTileCols;
   allow_shared_memory(flash_dkdv_kernel<HDP>, smem_kv);
   const dim3 grid_kv(tiles(s.seq_len), unsigned(s.batch * s.kv_heads));
-  launch(flash_dkdv_kernel<HDP>, grid_kv, kThreads, smem_kv, stream, dk, dv, d_o, lse, delta, q, k, v, d);
+  launch(flash_dkdv_kernel<HDP>, grid_kv, kThreads, smem_kv, stream, dk, dv, d_o, lse, delta, q, k,
+         v, d);
   CUDA_CHECK_LAUNCH();
 
   allow_shared_memory(flash_dq_kernel<HDP>, tile_bytes);
   const dim3 grid_q(tiles(s.seq_len), unsigned(s.batch * s.heads));
-  launch(flash_dq_kernel<HDP>, grid_q, kThreads, tile_bytes, stream, dq, d_o, lse, delta, q, k, v, d);
+  launch(flash_dq_kernel<HDP>, grid_q, kThreads, tile_bytes, stream, dq, d_o, lse, delta, q, k, v,
+         d);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaFreeAsync(delta, stream));
 }

@@ -21,7 +21,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_byte
 #if defined(DEPTHBENCH_CUDA_EMULATION)
   emulation::launch_kernel(kernel, grid, block, shared_bytes, stream, std::forward<Args>(args)...);
 #else
-  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  kernel<<<grid, block, shared_bytes, stream> > >(std::forward<Args>(args)...);
 #endif
 }
 
@@ -30,7 +30,8 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_byte
 // The launch's dynamic shared memory as `T name[]`, 16-byte aligned (`extern __shared__` on the
 // GPU; the emulated block's buffer of the launch's size otherwise).
 #if defined(DEPTHBENCH_CUDA_EMULATION)
-#define DB_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::db::emulation::dynamic_shared_memory())
+#define DB_DYNAMIC_SHARED(T, name) \
+  T* name = static_cast<T*>(::db::emulation::dynamic_shared_memory())
 #else
 #define DB_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
 #endif

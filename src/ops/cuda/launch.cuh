@@ -41,7 +41,8 @@ __global__ void for_each_index_kernel(int64_t count, F f) {
 
 template <class F>
 void for_each_index(int64_t count, const F& f) {
-  cuda::launch(for_each_index_kernel<F>, blocks_for(count), kThreads, 0, cuda::current_stream(), count, f);
+  cuda::launch(for_each_index_kernel<F>, blocks_for(count), kThreads, 0, cuda::current_stream(),
+               count, f);
   check(cudaGetLastError(), "for_each_index launch");
 }
 
@@ -89,8 +90,8 @@ __global__ void for_each_row_lanes_kernel(int64_t rows, F f) {
 
 template <class F>
 void for_each_row_lanes(int64_t rows, const F& f) {
-  cuda::launch(for_each_row_lanes_kernel<F>, blocks_for_warps(rows), kThreads, 0, cuda::current_stream(), rows,
-                                                                                             f);
+  cuda::launch(for_each_row_lanes_kernel<F>, blocks_for_warps(rows), kThreads, 0,
+               cuda::current_stream(), rows, f);
   check(cudaGetLastError(), "for_each_row_lanes launch");
 }
 
@@ -123,7 +124,8 @@ void sum_partials(const SumTargets<T>& targets, int64_t chunks, const Fill& fill
   fill(partials, stream);
   check(cudaGetLastError(), "row sums launch");
   if (width > 0) {
-    cuda::launch(add_partials_kernel<T>, blocks_for(width), kThreads, 0, stream, targets, partials, chunks);
+    cuda::launch(add_partials_kernel<T>, blocks_for(width), kThreads, 0, stream, targets, partials,
+                 chunks);
     check(cudaGetLastError(), "row sums partials launch");
   }
   check(cudaFreeAsync(partials, stream), "cudaFreeAsync (row sums)");
@@ -133,7 +135,8 @@ template <class T, class F>
 void for_each_row_sum_lanes(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int64_t chunks = (rows + kRowsPerWarpChunk - 1) / kRowsPerWarpChunk;
   sum_partials(targets, chunks, [&](double* partials, cudaStream_t stream) {
-    cuda::launch(chunk_sums_lanes_kernel<F>, blocks_for_warps(chunks), kThreads, 0, stream, rows, targets.width(), partials, f);
+    cuda::launch(chunk_sums_lanes_kernel<F>, blocks_for_warps(chunks), kThreads, 0, stream, rows,
+                 targets.width(), partials, f);
   });
 }
 
@@ -141,8 +144,8 @@ template <class T, class F>
 void for_each_row_sum(int64_t rows, const SumTargets<T>& targets, const F& f) {
   const int64_t chunks = chunk_count(rows);
   sum_partials(targets, chunks, [&](double* partials, cudaStream_t stream) {
-    cuda::launch(chunk_sums_kernel<F>, blocks_for(chunks), kThreads, 0, stream, rows, targets.width(), partials,
-                                                                   f);
+    cuda::launch(chunk_sums_kernel<F>, blocks_for(chunks), kThreads, 0, stream, rows,
+                 targets.width(), partials, f);
   });
 }
 

@@ -239,7 +239,8 @@ void moda_attention_forward(float* o, float* lse, const float* q, const float* k
   if (rows <= 0) return;
   check_shape(s);
   const float scale = float(1.0 / std::sqrt(double(s.head_dim)));
-  launch(moda_forward_kernel, warp_blocks(rows * s.heads), 32 * kWarpsPerBlock, 0, stream, o, lse, q, k, v, depth_k, depth_v, ModaIndex{s}, scale);
+  launch(moda_forward_kernel, warp_blocks(rows * s.heads), 32 * kWarpsPerBlock, 0, stream, o, lse,
+         q, k, v, depth_k, depth_v, ModaIndex{s}, scale);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -257,9 +258,11 @@ void moda_attention_backward(float* dq, float* dk, float* dv, float* d_depth_k, 
   const int threads = 32 * kWarpsPerBlock;
   launch(moda_row_dot_kernel, warp_blocks(rows * s.heads), threads, 0, stream, D, d_o, o, at);
   CUDA_CHECK_LAUNCH();
-  launch(moda_query_backward_kernel, warp_blocks(rows * s.kv_heads), threads, 0, stream, dq, d_depth_k, d_depth_v, d_o, lse, D, q, k, v, depth_k, depth_v, at, scale);
+  launch(moda_query_backward_kernel, warp_blocks(rows * s.kv_heads), threads, 0, stream, dq,
+         d_depth_k, d_depth_v, d_o, lse, D, q, k, v, depth_k, depth_v, at, scale);
   CUDA_CHECK_LAUNCH();
-  launch(moda_key_backward_kernel, warp_blocks(rows * s.kv_heads), threads, 0, stream, dk, dv, d_o, lse, D, q, k, v, at, scale);
+  launch(moda_key_backward_kernel, warp_blocks(rows * s.kv_heads), threads, 0, stream, dk, dv, d_o,
+         lse, D, q, k, v, at, scale);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaFreeAsync(D, stream));
 }

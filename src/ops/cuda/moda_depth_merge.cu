@@ -71,7 +71,8 @@ void merge_forward(T* o, float* lse, const T* q, const T* depth_k, const T* dept
   const int64_t rows = s.batch * s.seq_len;
   if (rows <= 0 || s.depth == 0) return;
   check_shape(s);
-  launch(merge_forward_kernel<T>, blocks_for(rows * s.heads), 32 * kWarpsPerBlock, 0, stream, o, lse, q, depth_k, depth_v, s);
+  launch(merge_forward_kernel<T>, blocks_for(rows * s.heads), 32 * kWarpsPerBlock, 0, stream, o,
+         lse, q, depth_k, depth_v, s);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -82,7 +83,8 @@ void merge_backward(T* dq, T* d_depth_k, T* d_depth_v, const T* d_o, const T* o,
   const int64_t rows = s.batch * s.seq_len;
   if (rows <= 0 || s.depth == 0) return;
   check_shape(s);
-  launch(merge_backward_kernel<T>, blocks_for(rows * s.kv_heads), 32 * kWarpsPerBlock, 0, stream, dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s);
+  launch(merge_backward_kernel<T>, blocks_for(rows * s.kv_heads), 32 * kWarpsPerBlock, 0, stream,
+         dq, d_depth_k, d_depth_v, d_o, o, lse, q, depth_k, depth_v, s);
   CUDA_CHECK_LAUNCH();
 }
 

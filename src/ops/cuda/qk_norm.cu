@@ -202,7 +202,8 @@ void forward(bf16* y, bf16* y_unrotated, float* rstd, const bf16* x, const float
   require_width(d, kRope);
   if (rows <= 0) return;
   const int64_t blocks = (rows + kWarps - 1) / kWarps;
-  launch(qk_norm_forward_kernel<kRope>, unsigned(blocks), kThreads, 0, stream, y, y_unrotated, rstd, x, g, rows, d, float(eps), rope);
+  launch(qk_norm_forward_kernel<kRope>, unsigned(blocks), kThreads, 0, stream, y, y_unrotated, rstd,
+         x, g, rows, d, float(eps), rope);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -226,7 +227,8 @@ void backward(bf16* dx, float* dg, const bf16* dy, const bf16* dy_extra, const b
     }();
     (void)opted_in;
   }
-  launch(qk_norm_backward_kernel<kRope>, blocks, kThreads, smem, stream, dx, partial, dy, dy_extra, x, g, rstd, rows, d, accumulate_dx, rope);
+  launch(qk_norm_backward_kernel<kRope>, blocks, kThreads, smem, stream, dx, partial, dy, dy_extra,
+         x, g, rstd, rows, d, accumulate_dx, rope);
   CUDA_CHECK_LAUNCH();
   if (dg) {
     detail::add_norm_partials(dg, partial, blocks, d, stream);

@@ -101,7 +101,8 @@ void norm_backward(TX* dx, float* dg, const TY* dy, const TX* x, const float* g,
   if (needs_shared_opt_in(smem))
     CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<TX, TY, kLayerNorm>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  launch(norm_backward_kernel<TX, TY, kLayerNorm>, blocks, kThreads, smem, stream, dx, partial, dy, x, g, mean, rstd, N, d, accumulate_dx);
+  launch(norm_backward_kernel<TX, TY, kLayerNorm>, blocks, kThreads, smem, stream, dx, partial, dy,
+         x, g, mean, rstd, N, d, accumulate_dx);
   CUDA_CHECK_LAUNCH();
   if (dg) {
     detail::add_norm_partials(dg, partial, blocks, d, stream);
@@ -120,7 +121,8 @@ template <class TX, class TY>
 void rmsnorm_forward(TY* y, float* rstd, const TX* x, const float* g, int64_t N, int d, double eps,
                      cudaStream_t stream) {
   if (N <= 0) return;
-  launch(norm_forward_kernel<TX, TY, false>, unsigned(N), kNormForwardThreads, 0, stream, y, nullptr, rstd, x, g, d, float(eps));
+  launch(norm_forward_kernel<TX, TY, false>, unsigned(N), kNormForwardThreads, 0, stream, y,
+         nullptr, rstd, x, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -135,7 +137,8 @@ template <class TX, class TY>
 void layernorm_forward(TY* y, float* mean, float* rstd, const TX* x, const float* g, int64_t N,
                        int d, double eps, cudaStream_t stream) {
   if (N <= 0) return;
-  launch(norm_forward_kernel<TX, TY, true>, unsigned(N), kNormForwardThreads, 0, stream, y, mean, rstd, x, g, d, float(eps));
+  launch(norm_forward_kernel<TX, TY, true>, unsigned(N), kNormForwardThreads, 0, stream, y, mean,
+         rstd, x, g, d, float(eps));
   CUDA_CHECK_LAUNCH();
 }
 

@@ -58,8 +58,8 @@ void rope_launch(T* q, int q_heads, T* k, int k_heads, const RopeTable& table, i
   const int64_t q_units = B * T_len * q_heads * (half / W);
   const int64_t units = q_units + (k ? B * T_len * k_heads * (half / W) : 0);
   if (units <= 0) return;
-  launch(rope_kernel<W, T>, grid_for(units, kThreads), kThreads, 0, stream, q, q_heads, q_units, k, k_heads, units, table.cos.data(), table.sin.data(), T_len, half,
-      inverse ? -1.f : 1.f);
+  launch(rope_kernel<W, T>, grid_for(units, kThreads), kThreads, 0, stream, q, q_heads, q_units, k,
+         k_heads, units, table.cos.data(), table.sin.data(), T_len, half, inverse ? -1.f : 1.f);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -73,14 +73,16 @@ __global__ void swiglu_backward_kernel(T* __restrict__ da, T* __restrict__ db,
 template <int W, class T>
 void forward_launch(T* h, const T* a, const T* b, int64_t count, int64_t head,
                     cudaStream_t stream) {
-  launch(swiglu_forward_kernel<W, T>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream, h, a, b, count, head);
+  launch(swiglu_forward_kernel<W, T>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream,
+         h, a, b, count, head);
   CUDA_CHECK_LAUNCH();
 }
 
 template <int W, class T>
 void backward_launch(T* da, T* db, const T* dh, const T* a, const T* b, int64_t count, int64_t head,
                      cudaStream_t stream) {
-  launch(swiglu_backward_kernel<W, T>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream, da, db, dh, a, b, count, head);
+  launch(swiglu_backward_kernel<W, T>, grid_for((count + W - 1) / W, kThreads), kThreads, 0, stream,
+         da, db, dh, a, b, count, head);
   CUDA_CHECK_LAUNCH();
 }
 }  // namespace

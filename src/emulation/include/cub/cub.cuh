@@ -22,7 +22,8 @@ struct DeviceRadixSort {
                                cudaStream_t stream = nullptr) {
     static_assert(std::is_integral_v<Key>, "the emulated radix sort takes integer keys");
     if (!temp) {
-      temp_bytes = 256;  // the real one asks for scratch; the emulation needs none but keeps the call
+      temp_bytes =
+          256;  // the real one asks for scratch; the emulation needs none but keeps the call
       return cudaSuccess;
     }
     return db::emulation::enqueue(stream, "cub::DeviceRadixSort::SortPairs", [=] {
