@@ -21,7 +21,10 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_byte
 #if defined(DEPTHBENCH_CUDA_EMULATION)
   emulation::launch_kernel(kernel, grid, block, shared_bytes, stream, std::forward<Args>(args)...);
 #else
-  kernel<<<grid, block, shared_bytes, stream> > >(std::forward<Args>(args)...);
+  // clang-format reads .cuh as C++ and would split the chevrons
+  // clang-format off
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
 #endif
 }
 
