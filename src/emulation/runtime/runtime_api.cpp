@@ -21,14 +21,6 @@
 #include "emulation/simt/fault.hpp"
 
 namespace db::emulation {
-cudaStream_t create_stream(bool blocking);
-cudaError_t wait_for_event(cudaStream_t handle, const Event& event);
-void begin_capture(Stream& stream, cudaStreamCaptureMode mode);
-std::shared_ptr<Graph> end_capture(Stream& stream, cudaError_t& status);
-cudaError_t take_last_error();
-cudaError_t peek_last_error();
-std::recursive_mutex& streams_mutex();
-
 namespace {
 
 thread_local int current_device = 0;

@@ -32,7 +32,7 @@ struct Wait {
   uint64_t sequence;
 };
 
-void run_work(Stream& stream, Stream::Work& work) {
+void run_work(Stream::Work& work) {
   if (sticky != cudaSuccess) return;  // a faulted context runs nothing more
   try {
     work.run();
@@ -41,7 +41,6 @@ void run_work(Stream& stream, Stream::Work& work) {
   } catch (const std::exception& e) {
     set_sticky_error(cudaErrorLaunchFailure, std::string(e.what()) + " (in " + work.what + ")");
   }
-  (void)stream;
 }
 
 Stream::Work waiting_work(const char* what, std::vector<Wait> waits) {
@@ -84,7 +83,7 @@ void drain(Stream& stream, uint64_t sequence) {
   while (stream.completed < sequence && !stream.pending.empty()) {
     Stream::Work work = std::move(stream.pending.front());
     stream.pending.pop_front();
-    run_work(stream, work);
+    run_work(work);
     stream.completed = work.sequence;
   }
 }

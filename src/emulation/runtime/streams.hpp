@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,17 @@ struct Graph {
 // The legacy default stream (nullptr in the API).
 Stream& legacy_stream();
 Stream& stream_of(cudaStream_t s);
+cudaStream_t create_stream(bool blocking);
+// The runtime's one lock: streams, allocations and the bookkeeping of both.
+std::recursive_mutex& streams_mutex();
+
+// `handle` waits for the position `event` was recorded at (cudaStreamWaitEvent).
+cudaError_t wait_for_event(cudaStream_t handle, const Event& event);
+
+// Capture of `stream` into a graph (cudaStreamBeginCapture / EndCapture); end_capture returns
+// nullptr with status cudaErrorStreamCaptureInvalidated when a forbidden call broke it.
+void begin_capture(Stream& stream, cudaStreamCaptureMode mode);
+std::shared_ptr<Graph> end_capture(Stream& stream, cudaError_t& status);
 
 // Runs `stream`'s work up to and including `sequence` (and whatever it waits for).
 void drain(Stream& stream, uint64_t sequence);
@@ -66,5 +78,7 @@ cudaError_t forbidden_during_capture(const char* what);
 cudaError_t sticky_error();
 void set_sticky_error(cudaError_t code, const std::string& message);
 cudaError_t record_error(cudaError_t code);  // sets the last error; returns code
+cudaError_t take_last_error();               // cudaGetLastError: returns and clears it
+cudaError_t peek_last_error();
 
 }  // namespace db::emulation
