@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "emulation/grid_faults.hpp"
 #include "emulation/simt/device_api.hpp"
 #include "emulation/simt/fault.hpp"
 #include "emulation/simt/grid.hpp"
@@ -36,19 +37,8 @@ LaunchShape shape(dim3 grid, dim3 block, size_t dynamic_bytes = 0, const char* n
   return s;
 }
 
-// The message of the DeviceFault that running `body` throws ("" when it runs clean).
-std::string fault_of(const LaunchShape& s, const std::function<void()>& body) {
-  try {
-    run_grid(s, body);
-  } catch (const DeviceFault& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using db::test::contains;
+using db::test::fault_of;
 
 // ---- kernels -----------------------------------------------------------------------------------
 
