@@ -14,14 +14,17 @@
 #include "app/commands.hpp"
 #include "app/installed_files.hpp"
 #include "core/buffer.hpp"
+#include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/model.hpp"
 #include "ops/backend.hpp"
 #include "ops/launch_timer.hpp"
+#include "sweep/cpu_throughput.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "train/adamw.hpp"
 #include "train/run_config.hpp"
+#include "train/run_metadata.hpp"
 
 namespace db::app {
 namespace {
@@ -39,6 +42,7 @@ struct BenchOptions {
   bool json = false;        // --json: one JSON object instead of the text lines
   bool breakdown = false;   // --breakdown: one more step, every op timed
   bool shape_only = false;  // --shape-only: the JSON of the resolved shape, nothing timed
+  bool record = true;       // a CPU measurement goes to the throughput cache (--no-record: not)
 };
 
 int to_int(const std::string& option, const std::string& text, int min) {
@@ -61,6 +65,10 @@ BenchOptions take_bench_options(int& argc, char** argv) {
     const std::string arg = argv[i];
     if (i > 0 && (arg == "--json" || arg == "--breakdown" || arg == "--shape-only")) {
       (arg == "--json" ? o.json : arg == "--breakdown" ? o.breakdown : o.shape_only) = true;
+      continue;
+    }
+    if (i > 0 && arg == "--no-record") {
+      o.record = false;
       continue;
     }
     const size_t eq = arg.find('=');
@@ -112,11 +120,40 @@ RunConfig suite_config(const std::string& suite_name, int depth) {
               " has no shape of that depth (depths: " + depths + ")");
 }
 
+// Adds this CPU measurement to the cache `plan` reads. Every rank of the job benched at once
+// and shared the cores, so the figure is the slowest rank's; rank 0 writes it.
+void record_cpu_measurement(const BenchResult& result) {
+  const Communicator world = Communicator::world();
+  const double slowest_step_ms = world.allreduce_max(result.step_ms);
+  if (world.rank() != 0) return;
+  sweep::ThroughputMeasurement m;
+  m.machine = sweep::this_machine();
+  m.measured_at = iso_time_now();
+  m.arch = result.config.model.arch;
+  m.n_layer = result.config.model.n_layer;
+  m.d_model = result.config.model.d_model;
+  m.seq_len = result.config.recipe.seq_len;
+  m.micro_batch = result.config.recipe.micro_batch_sequences;
+  m.threads_per_rank = result.threads;
+  m.ranks = world.size();
+  m.flops_per_token = result.flops_per_token;
+  m.tokens_per_second = double(m.micro_batch * m.seq_len) / (slowest_step_ms * 1e-3);
+  const std::string path = sweep::throughput_cache_path();
+  try {
+    sweep::record_throughput(path, m);
+    std::fprintf(stderr,
+                 "bench: %.1f GFLOP/s per rank recorded in %s (`depthbench plan` reads it)\n",
+                 m.gflops_per_rank(), path.c_str());
+  } catch (const std::exception& e) {  // a read-only home must not fail the measurement
+    std::fprintf(stderr, "bench: not recorded: %s\n", e.what());
+  }
+}
+
 const char* usage() {
   return "usage: depthbench bench [--suite SUITE --depth L] [--model.* shape] "
          "[--train.seq_len T] [--train.micro_batch B] [--train.steps timed steps] "
          "[--train.threads N] [--backend BACKEND] [--warmup N] [--peak-tflops P] [--json] "
-         "[--breakdown] [--shape-only]\n"
+         "[--breakdown] [--shape-only] [--no-record]\n"
          "  --suite S --depth L  the shape of depth L of suite S (file or shipped name) with its "
          "recipe's vocabulary, T and micro-batch;\n"
          "                       --model.* / --train.* keys given as well override it\n"
@@ -126,7 +163,10 @@ const char* usage() {
          "  --json               print one JSON object (bench/gpu_speed.sh reads it)\n"
          "  --breakdown          time every op of one more step (CUDA events on a GPU, the host "
          "clock on the CPU)\n"
-         "  --shape-only         print the JSON of the resolved shape (no backend, nothing timed)";
+         "  --shape-only         print the JSON of the resolved shape (no backend, nothing timed)\n"
+         "  --no-record          do not add a CPU measurement to the throughput cache that "
+         "`depthbench plan`\n"
+         "                       reads (by default it is added; doc/sweeps.md, \"Estimates\")";
 }
 
 }  // namespace
@@ -226,6 +266,8 @@ int run_bench_command(int argc, char** argv) {
   result.step_ms = measured_ms / double(config.recipe.steps);
   result.tokens_per_second = double(B * T) / (result.step_ms * 1e-3);
   result.peak_memory_bytes = backend.memory_peak_bytes();
+  const bool on_host = backend.space().is_host();
+  if (on_host && options.record && !options.breakdown) record_cpu_measurement(result);
   if (options.json) {
     print_bench_json(result);
   } else {

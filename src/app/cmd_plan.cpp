@@ -7,8 +7,10 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "app/plan_throughput.hpp"
 #include "app/sweep_options.hpp"
 #include "data/validation_windows.hpp"
+#include "diag/diagnostics_estimate.hpp"
 #include "sweep/input_check.hpp"
 #include "sweep/run_notes.hpp"
 #include "sweep/run_status.hpp"
@@ -29,13 +31,15 @@ std::string human(double value, const char* unit = "") {
   return text;
 }
 
-// Hours as "2.5 h", or minutes below an hour.
+// Hours as "2.5 h", minutes below an hour, seconds below a minute.
 std::string format_hours(double hours) {
   char text[32];
   if (hours >= 1)
     std::snprintf(text, sizeof text, "%.1f h", hours);
-  else
+  else if (hours * 60 >= 1)
     std::snprintf(text, sizeof text, "%.1f min", hours * 60);
+  else
+    std::snprintf(text, sizeof text, "%.1f s", hours * 3600);
   return text;
 }
 
@@ -95,6 +99,44 @@ bool print_input_check(const sweep::Suite& suite) {
   return true;
 }
 
+// The suite's diagnostics over all runs: their FLOPs, hours at each run's own throughput, and
+// their share of training's, which grows with depth (causal, permutation and pruning passes).
+struct DiagnosticsTotal {
+  double flops = 0, hours = 0, largest_ratio = 0;
+  int64_t most_passes = 0;
+  int deepest = 0;
+  diag::DiagnosticsEstimate last;  // its window length and skipped names are the suite's
+
+  void add(const diag::DiagnosticsEstimate& e, double training_flops, double flops_per_second,
+           int n_layer) {
+    flops += e.flops;
+    hours += e.flops / flops_per_second / 3600;
+    if (e.flops / training_flops > largest_ratio) {
+      largest_ratio = e.flops / training_flops;
+      deepest = n_layer;
+    }
+    most_passes = std::max(most_passes, e.forward_passes);
+    last = e;
+  }
+
+  void print(const std::vector<std::string>& names) const {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : " ") + n;
+    std::printf(
+        "diagnostics (%s) on every run the sweep completes: %.3e FLOPs in all, %s at each run's "
+        "throughput above (forward passes of %d-token windows, up to %lld per run; "
+        "doc/diagnostics.md); up to %.1fx a run's training FLOPs (the L=%d runs)\n",
+        list.c_str(), flops, format_hours(hours).c_str(), last.window_len, (long long)most_passes,
+        largest_ratio, deepest);
+    for (const auto& [name, reason] : last.skipped)
+      std::printf("diagnostics: %s is skipped in a sweep: %s\n", name.c_str(), reason.c_str());
+    if (largest_ratio > 1)
+      std::printf(
+          "warning: the diagnostics cost more than training itself; `diagnostics = ` fewer names, "
+          "or run `depthbench diagnose --causal-windows N ...` with smaller samples afterwards\n");
+  }
+};
+
 }  // namespace
 
 int run_plan_command(int argc, char** argv) {
@@ -122,11 +164,10 @@ int run_plan_command(int argc, char** argv) {
     std::printf("explicit shapes\n");
   std::printf(
       "estimate: `hours` of a GPU run = FLOPs / (MFU %.0f%% x %.0f TFLOP/s per GPU) / 3600 "
-      "(GPU-hours; %d GPU(s) per run); of a CPU run = FLOPs / (%g GFLOP/s per rank x "
-      "--ranks-per-run %d) / 3600 (wall hours); FLOPs = tokens x (6N + 12·L·d·T + design "
-      "extras), N without the embedding\n",
-      mfu * 100, peak / 1e12, suite.estimate.gpus_per_run, suite.estimate.cpu_gflops_per_rank,
-      options.ranks_per_run);
+      "(GPU-hours; %d GPU(s) per run); of a CPU run = FLOPs / (GFLOP/s per rank, the `CPU "
+      "throughput` below, x --ranks-per-run %d) / 3600 (wall hours); FLOPs = tokens x (6N + "
+      "12·L·d·T + design extras), N without the embedding\n",
+      mfu * 100, peak / 1e12, suite.estimate.gpus_per_run, options.ranks_per_run);
   const bool inputs_ok = print_input_check(suite);
   std::printf(
       "output: %s   (state: pending | unfinished | completed | diverged | failed | stale)\n\n",
@@ -150,7 +191,9 @@ int run_plan_command(int argc, char** argv) {
   std::printf("%4s  %-14s %3s %5s %5s %4s %7s %9s %9s %7s %8s %7s %8s %5s %9s %8s %8s %8s  %s\n",
               "#", "design", "L", "d", "ff", "hd", "d/L", "params", "backbone", "vs bud.", "tokens",
               "steps", "lr", "seed", "FLOPs", "hours", "mem", "disk", "state");
+  PlanThroughput cpu_throughput(suite);
   double total_flops = 0, total_disk = 0, peak_disk = 0, cpu_hours = 0, gpu_flops = 0;
+  DiagnosticsTotal diagnostics;
   int unregistered = 0, renamed = 0, embedding_heavy = 0;
   double largest_embedding_share = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -159,10 +202,11 @@ int run_plan_command(int argc, char** argv) {
     // A CPU run's hours are wall hours on its ranks at the stated throughput; a GPU run's are
     // GPU-hours at the stated MFU.
     const bool on_cpu = run.config.backend == "cpu";
-    const double gpu_hours =
-        on_cpu
-            ? run.flops / (suite.estimate.cpu_gflops_per_rank * 1e9 * options.ranks_per_run) / 3600
-            : run.flops / (mfu * peak) / 3600;
+    const double flops_per_second =
+        on_cpu ? cpu_throughput.gflops_per_rank(m, run.flops / double(run.tokens)) * 1e9 *
+                     options.ranks_per_run
+               : mfu * peak;
+    const double gpu_hours = run.flops / flops_per_second / 3600;
     (on_cpu ? cpu_hours : gpu_flops) += on_cpu ? gpu_hours : run.flops;
     const double embedding_share = 2.0 * double(run.counts.embedding) / double(run.counts.total);
     if (embedding_share > 0.5) {
@@ -171,6 +215,10 @@ int run_plan_command(int argc, char** argv) {
     }
     RunConfig sized = run.config;  // an unregistered design is sized as its Pre-LN shape
     if (!run.design_registered) sized.model.arch = "pre_ln";
+    if (!suite.diagnostics.empty())
+      diagnostics.add(
+          diag::estimate_diagnostics(suite.diagnostics, sized.model, run.config.recipe.seq_len),
+          run.flops, flops_per_second, m.n_layer);
     total_flops += run.flops;
     unregistered += run.design_registered ? 0 : 1;
     const sweep::DiskEstimate disk = sweep::estimate_disk(run.config, run.counts);
@@ -204,20 +252,12 @@ int run_plan_command(int argc, char** argv) {
         suite.estimate.gpus_per_run);
   if (cpu_hours > 0)
     std::printf(
-        ", CPU runs %s one after another (on %d rank(s) each at %g GFLOP/s per rank, "
-        "estimate.cpu_gflops_per_rank%s; `depthbench bench` measures it; a sweep on N ranks "
-        "takes about that / (N / --ranks-per-run))",
-        format_hours(cpu_hours).c_str(), options.ranks_per_run, suite.estimate.cpu_gflops_per_rank,
-        suite.estimate.cpu_gflops_per_rank == sweep::SuiteEstimate::kDefaultCpuGflopsPerRank
-            ? ", the default: measured on a 2-core VM"
-            : "");
+        ", CPU runs %s one after another (on %d rank(s) each; a sweep on N ranks takes about "
+        "that / (N / --ranks-per-run))",
+        format_hours(cpu_hours).c_str(), options.ranks_per_run);
   std::printf("\n");
-  if (!suite.diagnostics.empty())
-    std::printf(
-        "diagnostics: %zu name(s) run on every run the sweep completes, not in the estimate "
-        "above; they are forward passes over their samples and can cost as much as training a "
-        "small run several times: time one with `depthbench diagnose` first\n",
-        suite.diagnostics.size());
+  if (cpu_hours > 0) cpu_throughput.print_sources();
+  if (!suite.diagnostics.empty()) diagnostics.print(suite.diagnostics);
   if (embedding_heavy > 0)
     std::printf(
         "warning: %d run(s) have most of their parameters in the embedding and LM head (up to "

@@ -66,17 +66,24 @@ std::string handle_stale_runs(const std::vector<sweep::PlannedRun>& runs, bool r
          message;
 }
 
-// The suite's diagnostics on a run that has just completed, on the run's own group. A failure
-// here is reported and the sweep goes on: the run file and its training results stay intact
+// The suite's diagnostics on a run that has just completed, on the run's own group, with their
+// measured time beside the run's training time (`plan` estimates both). A failure here is
+// reported and the sweep goes on: the run file and its training results stay intact
 // (diagnostics are written atomically), and `depthbench diagnose` can be run again later.
 void diagnose_run(const std::string& run_file, const std::vector<std::string>& names,
-                  const Communicator& group, bool quiet) {
+                  const Communicator& group, bool quiet, double training_seconds) {
   diag::DiagnoseOptions options;
   options.run_file = run_file;
   if (names != std::vector<std::string>{"all"}) options.only = names;
   options.verbose = !quiet;
   try {
-    diag::run_diagnostics(options, group);
+    const diag::DiagnoseReport report = diag::run_diagnostics(options, group);
+    double seconds = 0;
+    for (const diag::DiagnoseReport::Entry& entry : report.entries) seconds += entry.seconds;
+    if (group.rank() == 0)
+      std::printf("[sweep] diagnostics of %s: %.1f s (%.1fx its training's %.1f s)\n",
+                  run_file.c_str(), seconds, seconds / std::max(training_seconds, 1e-9),
+                  training_seconds);
   } catch (const std::exception& e) {
     if (group.rank() == 0)
       std::printf("[sweep] diagnostics of %s failed: %s\n", run_file.c_str(), e.what());
@@ -228,7 +235,7 @@ int run_sweep_command(int argc, char** argv) {
       }
       if (leader && result.status == "failed") append_to_log(stem + ".log", name, result.reason);
       if (result.status == "completed" && !suite.diagnostics.empty())
-        diagnose_run(stem + ".h5", suite.diagnostics, group, !options.verbose);
+        diagnose_run(stem + ".h5", suite.diagnostics, group, !options.verbose, result.seconds);
       if (leader && progress && result.status != "skipped") {
         std::printf("%s\n", progress->line().c_str());
         std::fflush(stdout);

@@ -125,11 +125,11 @@ Diagnostic angular_distance_diagnostic() {
   d.options = {count_option("angular-windows", "windows for angular_distance",
                             &DiagSettings::angular_windows, 1)};
   d.datasets = {"angular_distance", "angular_distance_last_token", "angular_distance_by_offset"};
-  d.cost = [](const DiagContext& ctx) {
-    const int64_t W = ctx.settings.angular_windows;
-    return std::make_pair(W, std::to_string(W) + " windows x 1 pass");
+  d.cost = [](const DiagScope& scope) {
+    const int64_t W = scope.settings.angular_windows;
+    return DiagCost{W, 0, std::to_string(W) + " windows x 1 pass"};
   };
-  d.not_applicable = [](const DiagContext&) { return std::string(); };
+  d.not_applicable = [](const DiagScope&) { return std::string(); };
   d.run = run;
   return d;
 }

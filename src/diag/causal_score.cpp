@@ -130,14 +130,14 @@ Diagnostic causal_score_diagnostic() {
   d.options = {
       count_option("causal-windows", "windows for causal_score", &DiagSettings::causal_windows, 1)};
   d.datasets = {"causal_score"};
-  d.cost = [](const DiagContext& ctx) {
-    const int64_t W = ctx.settings.causal_windows, L = ctx.n_layer();
-    return std::make_pair(W * L, std::to_string(W) + " windows x (1 baseline + " +
-                                     std::to_string(L - 1) +
-                                     " skips); each rank repeats the baselines of its windows");
+  d.cost = [](const DiagScope& scope) {
+    const int64_t W = scope.settings.causal_windows, L = scope.n_layer;
+    return DiagCost{W * L, 0,
+                    std::to_string(W) + " windows x (1 baseline + " + std::to_string(L - 1) +
+                        " skips); each rank repeats the baselines of its windows"};
   };
-  d.not_applicable = [](const DiagContext& ctx) {
-    return ctx.n_layer() < 2 ? std::string("needs at least 2 blocks") : std::string();
+  d.not_applicable = [](const DiagScope& scope) {
+    return scope.n_layer < 2 ? std::string("needs at least 2 blocks") : std::string();
   };
   d.run = run;
   return d;

@@ -83,6 +83,21 @@ class Progress {
   Clock::time_point start_, last_print_;
 };
 
+// What a diagnostic's cost and applicability depend on, all known before a model is loaded:
+// `plan` estimates a suite's diagnostics with the same functions `diagnose` prints before it runs.
+struct DiagScope {
+  const DiagSettings& settings;
+  int n_layer = 0;
+};
+
+// A diagnostic's work: forward passes of one window (or one evaluation example) over all
+// ranks, and readouts of a window's states through the LM head beyond them (the logit lens).
+struct DiagCost {
+  int64_t forward_passes = 0;
+  int64_t head_readouts = 0;
+  std::string breakdown;  // for the line printed before it starts
+};
+
 struct DiagContext {
   Model<float>& model;
   const RunConfig& run;
@@ -93,6 +108,7 @@ struct DiagContext {
   Progress& progress;
 
   int n_layer() const { return model.config().n_layer; }
+  DiagScope scope() const { return {settings, n_layer()}; }
   // Independent tasks t = 0, 1, ... are dealt round-robin over the ranks.
   bool mine(int64_t task) const { return task % comm.size() == comm.rank(); }
   int64_t my_count(int64_t tasks) const;
@@ -164,10 +180,9 @@ struct Diagnostic {
   // has them); run_diagnostics refuses to write any other.
   std::vector<std::string> datasets;
   bool declares(const std::string& dataset) const;
-  // Total forward passes and a breakdown for the line printed before it starts.
-  std::function<std::pair<int64_t, std::string>(const DiagContext&)> cost;
+  std::function<DiagCost(const DiagScope&)> cost;
   // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.
-  std::function<std::string(const DiagContext&)> not_applicable;
+  std::function<std::string(const DiagScope&)> not_applicable;
   std::function<std::vector<DiagnosticDataset>(DiagContext&)> run;
   // Optional: measures one unit of its extra work (run on every rank, collectively safe).
   std::function<ExtraWork(DiagContext&)> extra_work;

@@ -126,7 +126,7 @@ void print_time_estimate(DiagContext& ctx, const std::vector<const Diagnostic*>&
   std::vector<std::string> lines;
   double total = 0;
   for (const Diagnostic* d : diagnostics) {
-    const int64_t passes = d->cost(ctx).first;
+    const int64_t passes = d->cost(ctx.scope()).forward_passes;
     double seconds = shared(passes) * forward;
     std::string extra;
     if (d->extra_work) {
@@ -255,7 +255,7 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     if (!chosen) continue;
     DiagnoseReport::Entry entry;
     entry.name = d.name;
-    entry.skipped = d.not_applicable(ctx);
+    entry.skipped = d.not_applicable(ctx.scope());
     if (hf && d.needs_design_internals)
       entry.skipped = "needs a design's internals; a Hugging Face checkpoint is read as Pre-LN";
     if (entry.skipped.empty()) {
@@ -272,9 +272,9 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
     const Diagnostic& d = *chosen;
     DiagnoseReport::Entry entry;
     entry.name = d.name;
-    const auto [passes, breakdown] = d.cost(ctx);
-    entry.forward_passes = passes;
-    progress.begin(d.name, passes, breakdown);
+    const DiagCost cost = d.cost(ctx.scope());
+    entry.forward_passes = cost.forward_passes;
+    progress.begin(d.name, cost.forward_passes, cost.breakdown);
     std::vector<DiagnosticDataset> sets = d.run(ctx);
     entry.seconds = progress.end();
     for (DiagnosticDataset& set : sets) {
@@ -283,7 +283,10 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
                                            ", which it does not declare in its datasets");
       set.attributes["diagnostic"] = d.name;
       set.attributes["run_id"] = run.run_id;
-      set.attributes["forward_passes"] = passes;
+      set.attributes["forward_passes"] = cost.forward_passes;
+      // Measured, so a suite's next plan (and the reader) can set the cost against training's.
+      set.attributes["seconds"] = entry.seconds;
+      set.attributes["ranks"] = int64_t(comm.size());
       set.attributes["software_version"] = std::string(software_version());
       entry.datasets.push_back(set.name);
     }

@@ -14,21 +14,21 @@ struct Task {
   std::vector<NllExample> examples;
 };
 
-std::vector<Task> given_tasks(const DiagContext& ctx) {
+std::vector<Task> given_tasks(const DiagSettings& settings) {
   std::vector<Task> tasks;
   for (const std::string& name : nll_task_names()) {
-    auto it = ctx.settings.task_files.find(name);
-    if (it == ctx.settings.task_files.end() || it->second.empty()) continue;
+    auto it = settings.task_files.find(name);
+    if (it == settings.task_files.end() || it->second.empty()) continue;
     Task task{name, it->second, read_nll_task(name, it->second)};
-    if (ctx.settings.nll_limit > 0 && int64_t(task.examples.size()) > ctx.settings.nll_limit)
-      task.examples.resize(ctx.settings.nll_limit);
+    if (settings.nll_limit > 0 && int64_t(task.examples.size()) > settings.nll_limit)
+      task.examples.resize(settings.nll_limit);
     tasks.push_back(std::move(task));
   }
   return tasks;
 }
 
 std::vector<DiagnosticDataset> run(DiagContext& ctx) {
-  const std::vector<Task> tasks = given_tasks(ctx);
+  const std::vector<Task> tasks = given_tasks(ctx.settings);
   int64_t mine = 0;
   for (const Task& task : tasks) mine += ctx.my_count(int64_t(task.examples.size()));
   ctx.progress.set_local_total(mine);
@@ -103,18 +103,18 @@ Diagnostic domain_nll_diagnostic() {
     d.options.push_back(file);
     d.datasets.push_back("domain_nll_" + task);
   }
-  d.cost = [](const DiagContext& ctx) {
+  d.cost = [](const DiagScope& scope) {
     int64_t passes = 0;
     std::string text;
-    for (const Task& task : given_tasks(ctx)) {
+    for (const Task& task : given_tasks(scope.settings)) {
       passes += int64_t(task.examples.size());
       text += (text.empty() ? "" : " + ") + std::to_string(task.examples.size()) + " " + task.name;
     }
-    return std::make_pair(passes, text + " examples x 1 pass");
+    return DiagCost{passes, 0, text + " examples x 1 pass"};
   };
-  d.not_applicable = [](const DiagContext& ctx) {
+  d.not_applicable = [](const DiagScope& scope) {
     for (const std::string& name : nll_task_names())
-      if (ctx.settings.task_files.count(name) && !ctx.settings.task_files.at(name).empty())
+      if (scope.settings.task_files.count(name) && !scope.settings.task_files.at(name).empty())
         return std::string();
     return std::string(
         "no task file given (--mbpp, --humaneval, --sciq, --gpqa, --gsm8k, --math500)");

@@ -172,10 +172,11 @@ Diagnostic logitlens_diagnostic() {
   d.options = {count_option("logitlens-windows", "windows for logitlens",
                             &DiagSettings::logitlens_windows, 1)};
   d.datasets.assign(std::begin(kStatisticNames), std::end(kStatisticNames));
-  d.cost = [](const DiagContext& ctx) {
-    const int64_t W = ctx.settings.logitlens_windows;
-    return std::make_pair(W, std::to_string(W) + " windows x 1 pass (+ " +
-                                 std::to_string(ctx.n_layer() + 1) + " head decodes each)");
+  d.cost = [](const DiagScope& scope) {
+    const int64_t W = scope.settings.logitlens_windows, states = scope.n_layer + 1;
+    return DiagCost{W, W * states,
+                    std::to_string(W) + " windows x 1 pass (+ " + std::to_string(states) +
+                        " head decodes each)"};
   };
   // Each depth state is read out through the LM head and compared with p_final over the whole
   // vocabulary: with a large V this, not the forward pass, is most of the time.
@@ -189,7 +190,7 @@ Diagnostic logitlens_diagnostic() {
     return ExtraWork{ctx.settings.logitlens_windows * (ctx.n_layer() + 1), seconds,
                      "depth-state readouts"};
   };
-  d.not_applicable = [](const DiagContext&) { return std::string(); };
+  d.not_applicable = [](const DiagScope&) { return std::string(); };
   d.run = run;
   return d;
 }

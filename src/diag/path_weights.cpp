@@ -165,11 +165,11 @@ Diagnostic path_weights_diagnostic() {
       fraction_option("dead-threshold", "Block AttnRes dead segment: partial-sum weight threshold",
                       &DiagSettings::dead_threshold)};
   d.datasets = {"path_weights", "effective_rank", "dead_segment", "partial_sum_weight"};
-  d.cost = [](const DiagContext& ctx) {
-    const int64_t W = ctx.settings.path_windows;
-    return std::make_pair(W, std::to_string(W) + " windows x 1 pass");
+  d.cost = [](const DiagScope& scope) {
+    const int64_t W = scope.settings.path_windows;
+    return DiagCost{W, 0, std::to_string(W) + " windows x 1 pass"};
   };
-  d.not_applicable = [](const DiagContext&) { return std::string(); };
+  d.not_applicable = [](const DiagScope&) { return std::string(); };
   d.run = run;
   d.needs_design_internals = true;
   return d;

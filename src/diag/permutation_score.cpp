@@ -111,14 +111,15 @@ Diagnostic permutation_score_diagnostic() {
   d.options = {count_option("permutation-windows", "windows for permutation_score",
                             &DiagSettings::permutation_windows, 1)};
   d.datasets = {"permutation_score", "permutation_score_per_layer"};
-  d.cost = [](const DiagContext& ctx) {
-    const int64_t W = ctx.settings.permutation_windows, L = ctx.n_layer();
+  d.cost = [](const DiagScope& scope) {
+    const int64_t W = scope.settings.permutation_windows, L = scope.n_layer;
     const int64_t pairs = L * (L - 1) / 2;
-    return std::make_pair(W * (1 + pairs), std::to_string(W) + " windows x (1 baseline + " +
-                                               std::to_string(pairs) + " swaps)");
+    return DiagCost{
+        W * (1 + pairs), 0,
+        std::to_string(W) + " windows x (1 baseline + " + std::to_string(pairs) + " swaps)"};
   };
-  d.not_applicable = [](const DiagContext& ctx) {
-    return ctx.n_layer() < 2 ? std::string("needs at least 2 blocks") : std::string();
+  d.not_applicable = [](const DiagScope& scope) {
+    return scope.n_layer < 2 ? std::string("needs at least 2 blocks") : std::string();
   };
   d.run = run;
   return d;

@@ -13,11 +13,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<ArcQuestion> arc_questions(const DiagContext& ctx) {
-  if (ctx.settings.arc_file.empty()) return {};
-  std::vector<ArcQuestion> questions = read_arc(ctx.settings.arc_file);
-  if (ctx.settings.arc_limit > 0 && int64_t(questions.size()) > ctx.settings.arc_limit)
-    questions.resize(ctx.settings.arc_limit);
+std::vector<ArcQuestion> arc_questions(const DiagSettings& settings) {
+  if (settings.arc_file.empty()) return {};
+  std::vector<ArcQuestion> questions = read_arc(settings.arc_file);
+  if (settings.arc_limit > 0 && int64_t(questions.size()) > settings.arc_limit)
+    questions.resize(settings.arc_limit);
   return questions;
 }
 
@@ -46,7 +46,7 @@ std::pair<bool, bool> answer_arc(DiagContext& ctx, const ArcQuestion& q) {
 std::vector<DiagnosticDataset> run(DiagContext& ctx) {
   const int L = ctx.n_layer();
   const int64_t W = ctx.settings.pruning_windows, tasks = L + 1;  // 0: baseline, 1 + l: skip l
-  const std::vector<ArcQuestion> questions = arc_questions(ctx);
+  const std::vector<ArcQuestion> questions = arc_questions(ctx.settings);
   const int64_t Q = int64_t(questions.size());
   Backbone<float>& net = ctx.model.backbone();
   std::vector<double> losses(size_t(tasks) * W, 0.0);
@@ -150,14 +150,14 @@ Diagnostic pruning_diagnostic() {
       file_option("arc", "ARC-Easy JSONL for the pruning accuracy deltas", &DiagSettings::arc_file),
       count_option("arc-limit", "ARC questions used (0 = all)", &DiagSettings::arc_limit, 0)};
   d.datasets = {"pruning_loss_delta", "pruning_arc_acc_delta", "pruning_arc_acc_norm_delta"};
-  d.cost = [](const DiagContext& ctx) {
-    const int64_t W = ctx.settings.pruning_windows, L = ctx.n_layer();
-    const int64_t arc = arc_passes(arc_questions(ctx));
+  d.cost = [](const DiagScope& scope) {
+    const int64_t W = scope.settings.pruning_windows, L = scope.n_layer;
+    const int64_t arc = arc_passes(arc_questions(scope.settings));
     std::string text = "(1 baseline + " + std::to_string(L) + " pruned) x (" + std::to_string(W) +
                        " windows" + (arc ? " + " + std::to_string(arc) + " ARC choices" : "") + ")";
-    return std::make_pair((L + 1) * (W + arc), text);
+    return DiagCost{(L + 1) * (W + arc), 0, text};
   };
-  d.not_applicable = [](const DiagContext&) { return std::string(); };
+  d.not_applicable = [](const DiagScope&) { return std::string(); };
   d.run = run;
   return d;
 }

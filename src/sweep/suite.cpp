@@ -255,7 +255,7 @@ void read_estimate(const std::vector<Line>& lines, const std::string& source, Su
         s.estimate.gpus_per_run = parse_int(key, l.value);
       } else if (l.key == "cpu_gflops_per_rank") {
         s.estimate.cpu_gflops_per_rank = parse_double(key, l.value);
-        DB_REQUIRE(s.estimate.cpu_gflops_per_rank > 0, key + " must be positive");
+        DB_REQUIRE(*s.estimate.cpu_gflops_per_rank > 0, key + " must be positive");
       } else {
         throw Error("unknown key '" + key +
                     "' (valid: estimate.mfu, peak_tflops_per_gpu, gpus_per_run, "

@@ -16,11 +16,12 @@ struct SuiteEstimate {  // for `plan`: GPU-hours = FLOPs / (mfu · peak) / 3600
   double mfu = 0.40;
   double peak_tflops_per_gpu = 989;  // H100 SXM bf16 dense
   int gpus_per_run = 1;
-  // CPU runs (train.backend = cpu): achieved training GFLOP/s of one rank, as `depthbench
-  // bench` measures it (its GFLOP/s line). The default is what the demo sweep achieved on the
-  // 2-core VM (doc/performance.md, "The demo sweep": 13.8K tokens/s over 2 ranks at ≈ 6.1
-  // MFLOP per token, validation and checkpoints included); measure your machine and set it.
-  double cpu_gflops_per_rank = kDefaultCpuGflopsPerRank;
+  // CPU runs (train.backend = cpu): achieved training GFLOP/s of one rank. Unset, `plan` uses
+  // this machine's nearest `depthbench bench` measurement (sweep/cpu_throughput.hpp), else the
+  // default: what the demo sweep achieved on the 2-core VM (doc/performance.md, "The demo
+  // sweep": 13.8K tokens/s over 2 ranks at ≈ 6.1 MFLOP per token, validation and checkpoints
+  // included).
+  std::optional<double> cpu_gflops_per_rank;
   static constexpr double kDefaultCpuGflopsPerRank = 35.0;
 };
 

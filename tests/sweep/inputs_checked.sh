@@ -6,6 +6,7 @@
 # what validation covers, and plan warns when it is thin.
 source "$(dirname "$0")/common.sh"
 cd "$WORK"
+export DEPTHBENCH_CACHE_DIR=$WORK/cache  # no measurement: plan states its default
 
 expect_refused() {  # NAME NEEDLE SUITE_LINES...: plan lists the problem, sweep refuses
   local name=$1 needle=$2; shift 2
@@ -33,14 +34,18 @@ make_suite good.ini
 grep -q "^inputs: ok .* validation: 4 windows = 128 tokens" good.plan || fail "$(head -5 good.plan)"
 grep -q "^warning: validation covers 4 windows" good.plan || fail "no thin warning: $(head -5 good.plan)"
 
-# Cost estimates for a CPU suite: hours from the stated CPU throughput, memory in MiB below a
-# GiB, the diagnostics named, a warning when the embedding and head are most of the parameters.
-grep -q "CPU runs .* at 35 GFLOP/s per rank" good.plan || fail "no CPU estimate: $(tail -5 good.plan)"
+# Cost estimates for a CPU suite: hours from the stated CPU throughput (no measurement in this
+# test's cache; sweep.estimates measures one), memory in MiB below a GiB, the diagnostics'
+# cost, a warning when the embedding and head are most of the parameters.
+grep -q "^total: .* CPU runs " good.plan || fail "no CPU estimate: $(tail -5 good.plan)"
+grep -q "^CPU throughput: 35.0 GFLOP/s per rank .* the default" good.plan ||
+  fail "no stated throughput: $(tail -5 good.plan)"
 grep -q " MiB " good.plan || fail "memory not in MiB: $(grep pending good.plan | head -2)"
 make_suite costly.ini "model.vocab_size=20000" "budget=total 2M" "diagnostics=angular_distance" \
   "heads=2\nbudget_tolerance = 0.5"
 "$DEPTHBENCH" plan costly.ini --out runs_costly >costly.plan 2>&1 || fail "$(cat costly.plan)"
-grep -q "^diagnostics: 1 name(s) run on every run" costly.plan || fail "$(tail -6 costly.plan)"
+grep -q "^diagnostics (angular_distance) on every run .* FLOPs in all" costly.plan ||
+  fail "$(tail -6 costly.plan)"
 grep -q "^warning: .* most of their parameters in the embedding and LM head" costly.plan ||
   fail "no embedding warning: $(tail -6 costly.plan)"
 

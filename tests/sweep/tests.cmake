@@ -2,7 +2,7 @@
 # run files). Each prepares its own byte-level data from the fortunes corpus.
 if(TARGET depthbench AND SYSTEM_PYTHON)
   foreach(script partition g_independence resume_kill9 diverged_failed diagnostics_in_sweep
-                 plan_notes two_groups_uneven inputs_checked)
+                 plan_notes two_groups_uneven inputs_checked estimates)
     add_test(NAME sweep.${script}
              COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh $<TARGET_FILE:depthbench> ${SYSTEM_PYTHON}
                      ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/test-work/sweep_${script} "${MPIRUN}")
