@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "sweep/sweep_plan.hpp"
+
 namespace db::app {
 
 PlanThroughput::PlanThroughput(const sweep::Suite& suite)
@@ -9,6 +11,11 @@ PlanThroughput::PlanThroughput(const sweep::Suite& suite)
       cache_path_(sweep::throughput_cache_path()),
       machine_(sweep::this_machine()) {
   if (!suite_value_) cache_ = sweep::read_throughput_cache(cache_path_);
+  std::string depths;
+  for (const sweep::Shape& shape : sweep::suite_shapes(suite))
+    depths += (depths.empty() ? "" : " ") + std::to_string(shape.n_layer());
+  how_to_measure_ = "for L in " + depths + "; do mpirun -np N depthbench bench --suite " +
+                    suite.source + " --depth $L; done";
 }
 
 double PlanThroughput::gflops_per_rank(const ModelConfig& model, double flops_per_token) {
@@ -25,7 +32,7 @@ double PlanThroughput::gflops_per_rank(const ModelConfig& model, double flops_pe
     source =
         "the default (a 2-core VM's demo sweep, validation and checkpoints included); no "
         "measurement of this machine in " +
-        cache_path_ + ": run `depthbench bench --suite SUITE --depth L` on it";
+        cache_path_ + "; measure it on the ranks the sweep will use: `" + how_to_measure_ + "`";
   }
   Use& use = used_[source];
   use.gflops = gflops;

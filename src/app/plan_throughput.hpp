@@ -24,6 +24,7 @@ class PlanThroughput {
   std::optional<double> suite_value_;
   sweep::ThroughputCache cache_;
   std::string cache_path_, machine_;
+  std::string how_to_measure_;  // the bench command line for each of the suite's shapes
   struct Use {
     double gflops = 0;
     int runs = 0;
