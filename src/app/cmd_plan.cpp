@@ -122,12 +122,18 @@ struct DiagnosticsTotal {
   void print(const std::vector<std::string>& names) const {
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : " ") + n;
+    char share[32];  // "1.5x" of training, or "0.17% of" for a large model
+    if (largest_ratio >= 0.1)
+      std::snprintf(share, sizeof share, "%.1fx", largest_ratio);
+    else
+      std::snprintf(share, sizeof share, "%.2g%% of", 100 * largest_ratio);
     std::printf(
         "diagnostics (%s) on every run the sweep completes: %.3e FLOPs in all, %s at each run's "
-        "throughput above (forward passes of %d-token windows, up to %lld per run; "
-        "doc/diagnostics.md); up to %.1fx a run's training FLOPs (the L=%d runs)\n",
+        "throughput above, a lower bound: they pass one window at a time (GPU-hours of GPU runs; "
+        "forward passes of %d-token windows, up to %lld per run; "
+        "doc/diagnostics.md); up to %s a run's training FLOPs (the L=%d runs)\n",
         list.c_str(), flops, format_hours(hours).c_str(), last.window_len, (long long)most_passes,
-        largest_ratio, deepest);
+        share, deepest);
     for (const auto& [name, reason] : last.skipped)
       std::printf("diagnostics: %s is skipped in a sweep: %s\n", name.c_str(), reason.c_str());
     if (largest_ratio > 1)
