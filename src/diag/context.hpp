@@ -180,6 +180,7 @@ struct Diagnostic {
   // has them); run_diagnostics refuses to write any other.
   std::vector<std::string> datasets;
   bool declares(const std::string& dataset) const;
+  // Its work at these settings: printed before it starts, estimated by `plan`.
   std::function<DiagCost(const DiagScope&)> cost;
   // Whether it applies (e.g. domain_nll needs a task file); the reason when it does not.
   std::function<std::string(const DiagScope&)> not_applicable;

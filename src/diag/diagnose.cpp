@@ -284,7 +284,8 @@ DiagnoseReport run_diagnostics(const DiagnoseOptions& options, const Communicato
       set.attributes["diagnostic"] = d.name;
       set.attributes["run_id"] = run.run_id;
       set.attributes["forward_passes"] = cost.forward_passes;
-      // Measured, so a suite's next plan (and the reader) can set the cost against training's.
+      // How it ran (measured wall time on rank 0, ranks sharing the passes), beside what it
+      // found: the reader sets it against plan's estimate and the run's training.
       set.attributes["seconds"] = entry.seconds;
       set.attributes["ranks"] = int64_t(comm.size());
       set.attributes["software_version"] = std::string(software_version());
