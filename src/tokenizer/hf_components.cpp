@@ -196,10 +196,7 @@ void read_pre_tokenizer(const JsonValue* pre, BpeTokenizerConfig& config, const 
                        "pre_tokenizer ByteLevel", path);
     config.model.byte_level = true;
     config.pre_tokenizer.byte_level_regex = flag(byte_level, "use_regex", true);
-    config.add_prefix_space = flag(byte_level, "add_prefix_space", false);
-    // Hugging Face prepends the space to every piece the Split steps made; not implemented.
-    DB_REQUIRE(!config.add_prefix_space || config.pre_tokenizer.splits.empty(),
-               path + ": ByteLevel add_prefix_space after a Split is not supported");
+    config.pre_tokenizer.add_prefix_space = flag(byte_level, "add_prefix_space", false);
   }
 }
 

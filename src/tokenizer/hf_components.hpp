@@ -31,7 +31,7 @@ inline constexpr const char* kSupportedModels =
 void check_model_type(const JsonValue& model, const std::string& path);
 
 std::vector<NormalizerStep> read_normalizer(const JsonValue* normalizer, const std::string& path);
-// Fills config.pre_tokenizer, config.add_prefix_space and config.model.byte_level (a ByteLevel
+// Fills config.pre_tokenizer and config.model.byte_level (a ByteLevel
 // pre-tokenizer makes the model byte-level; without one it works on characters).
 void read_pre_tokenizer(const JsonValue* pre_tokenizer, BpeTokenizerConfig& config,
                         const std::string& path);

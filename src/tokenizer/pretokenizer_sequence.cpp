@@ -5,7 +5,9 @@
 namespace db::tokenizer {
 
 PreTokenizerSequence::PreTokenizerSequence(const PreTokenizerConfig& config)
-    : byte_level_regex_(config.byte_level_regex), metaspace_(config.metaspace) {
+    : byte_level_regex_(config.byte_level_regex),
+      add_prefix_space_(config.add_prefix_space),
+      metaspace_(config.metaspace) {
   for (const SplitStep& step : config.splits)
     splits_.emplace_back(step.pattern, step.is_regex, step.behavior, step.invert);
 }
@@ -20,12 +22,29 @@ void PreTokenizerSequence::run(std::string_view text, std::vector<std::string_vi
     for (std::string_view piece : pieces) split.split(piece, scratch_);
     pieces.swap(scratch_);
   }
+  if (add_prefix_space_) add_prefix_spaces(pieces);
   if (byte_level_regex_) {
     scratch_.clear();
     for (std::string_view piece : pieces) pretokenize_gpt2(piece, scratch_);
     pieces.swap(scratch_);
   }
   if (metaspace_) run_metaspace(text, at_document_start, pieces);
+}
+
+// Hugging Face's ByteLevel::pre_tokenize with add_prefix_space: a space before every piece the
+// Split steps made (the whole text when there are none) that does not start with one.
+void PreTokenizerSequence::add_prefix_spaces(std::vector<std::string_view>& pieces) {
+  prefixed_text_.clear();
+  prefixed_cut_.clear();
+  for (std::string_view piece : pieces) {
+    const size_t begin = prefixed_text_.size();
+    if (!piece.starts_with(' ')) prefixed_text_ += ' ';
+    prefixed_text_ += piece;
+    prefixed_cut_.emplace_back(begin, prefixed_text_.size());
+  }
+  pieces.clear();  // the views are taken once the buffer no longer grows
+  for (const auto& [begin, end] : prefixed_cut_)
+    pieces.emplace_back(prefixed_text_.data() + begin, end - begin);
 }
 
 // Hugging Face's Metaspace::pre_tokenize, piece by piece.

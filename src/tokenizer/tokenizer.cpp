@@ -83,7 +83,6 @@ BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeTokenizerConfig> shared)
       added_tokens_(config_->added_tokens),
       normalizer_(config_->normalizer),
       pre_tokenizer_(config_->pre_tokenizer),
-      add_prefix_space_(config_->add_prefix_space),
       description_(config_->description) {
   const BpeTokenizerConfig& config = *config_;
   for (const NormalizerStep& step : normalizer_)
@@ -251,13 +250,6 @@ void BpeTokenizer::encode(std::string_view text, std::vector<uint32_t>& ids) {
 
 void BpeTokenizer::encode_plain(std::string_view text, bool at_document_start,
                                 std::vector<uint32_t>& ids) {
-  std::string prefixed;
-  if (add_prefix_space_ && !text.empty() && text[0] != ' ') {
-    prefixed.reserve(text.size() + 1);
-    prefixed.push_back(' ');
-    prefixed.append(text);
-    text = prefixed;
-  }
   pre_tokenizer_.run(text, pieces_, at_document_start);
   for (std::string_view piece : pieces_) model_.encode_piece(piece, ids);
 }

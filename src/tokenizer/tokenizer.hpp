@@ -77,7 +77,6 @@ struct BpeTokenizerConfig {
   std::vector<AddedToken> added_tokens;
   std::vector<NormalizerStep> normalizer;
   PreTokenizerConfig pre_tokenizer;  // default: ByteLevel with the GPT-2 expression
-  bool add_prefix_space = false;     // ByteLevel: a space before text that lacks one
   BpeModelOptions model;             // byte-level or characters, ignore_merges, byte_fallback...
   int64_t eod_id = -1;
   std::string description;
@@ -132,7 +131,6 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::string> id_to_text_;  // for decode
   std::vector<NormalizerStep> normalizer_;
   PreTokenizerSequence pre_tokenizer_;
-  bool add_prefix_space_;
   bool has_raw_added_ = false, has_normalized_added_ = false;
   uint32_t vocab_size_ = 0;
   int64_t eod_id_ = -1;

@@ -283,8 +283,4 @@ BOOST_AUTO_TEST_CASE(every_setting_that_is_not_implemented_is_refused_by_name) {
                    "pretokenizers": [{"type": "ByteLevel"}, {"type": "Split",
                    "pattern": {"String": "x"}, "behavior": "Removed"}]})"),
                "ByteLevel must come last");
-  expect_error(fixture_with(kByteLevelPre, R"("pre_tokenizer": {"type": "Sequence",
-                   "pretokenizers": [{"type": "Split", "pattern": {"String": "x"},
-                   "behavior": "Removed"}, {"type": "ByteLevel", "add_prefix_space": true}]})"),
-               "add_prefix_space after a Split");
 }

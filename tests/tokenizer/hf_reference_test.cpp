@@ -2,7 +2,8 @@
 // Face's Rust tokenizers did (fixtures/hf/NAME.ids.json, made once by
 // hf_reference/make_reference.js). The fixtures are cut from the real files of GPT-NeoX-20B,
 // OLMo, DeepSeek-V3, Llama-2 and Gemma 3 and keep their configuration blocks; two more give the
-// llama-2 vocabulary Mistral's Metaspace layout and the remaining SentencePiece options.
+// llama-2 vocabulary Mistral's Metaspace layout and the remaining SentencePiece options, and one
+// puts Split steps before GPT-NeoX's ByteLevel with add_prefix_space.
 #define BOOST_TEST_DYN_LINK
 #define BOOST_TEST_MODULE tokenizer.json files against Hugging Face tokenizers
 #include <boost/test/data/test_case.hpp>
@@ -43,7 +44,7 @@ std::vector<std::string> corpus() {
 
 const char* const kFixtures[] = {"neox20b", "olmo_dolma",        "deepseek_v3",
                                  "llama2",  "mistral_metaspace", "sentencepiece_options",
-                                 "gemma3"};
+                                 "gemma3",  "split_prefix_space"};
 }  // namespace
 
 BOOST_DATA_TEST_CASE(every_document_encodes_as_hugging_face_encodes_it,

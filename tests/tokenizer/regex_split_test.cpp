@@ -97,6 +97,25 @@ BOOST_AUTO_TEST_CASE(a_sequence_applies_its_splits_in_order_then_the_gpt2_expres
   BOOST_TEST((Pieces(pieces.begin(), pieces.end())) == (Pieces{"a b", "c d"}));
 }
 
+BOOST_AUTO_TEST_CASE(add_prefix_space_puts_a_space_before_every_split_piece_that_lacks_one) {
+  PreTokenizerConfig config;
+  config.splits.push_back({"[0-9]+", true, SplitBehavior::isolated, false});
+  config.add_prefix_space = true;
+  config.byte_level_regex = false;
+  PreTokenizerSequence sequence(config);
+  std::vector<std::string_view> pieces;
+  sequence.run("ab12 cd", pieces);
+  BOOST_TEST((Pieces(pieces.begin(), pieces.end())) == (Pieces{" ab", " 12", " cd"}));
+  config.byte_level_regex = true;  // then the GPT-2 expression cuts the prefixed pieces
+  PreTokenizerSequence with_regex(config);
+  with_regex.run("x y7", pieces);
+  BOOST_TEST((Pieces(pieces.begin(), pieces.end())) == (Pieces{" x", " y", " 7"}));
+  config.splits.clear();  // no Split: the whole text, once
+  PreTokenizerSequence alone(config);
+  alone.run("a1", pieces);
+  BOOST_TEST((Pieces(pieces.begin(), pieces.end())) == (Pieces{" a", "1"}));
+}
+
 BOOST_AUTO_TEST_CASE(bad_patterns_and_behaviors_fail_with_a_message) {
   BOOST_CHECK_THROW(RegexSplit("(unclosed", true, SplitBehavior::isolated, false), db::Error);
   BOOST_CHECK_THROW(parse_split_behavior("Merged"), db::Error);

@@ -180,6 +180,13 @@ async function main() {
                         split: false},
         decoder: {type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false},
       })}),
+      // Split steps before ByteLevel with add_prefix_space: the space goes before every piece
+      // the splits made (digit runs and newlines isolated here), not only before the text.
+      split_prefix_space: cut(neox, {corpusText, keepAdded: all, override: () => ({
+        pre_tokenizer: {type: 'Sequence', pretokenizers: [
+          {type: 'Split', pattern: {Regex: '[0-9]+|\n+'}, behavior: 'Isolated', invert: false},
+          {type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true}]},
+      })}),
       // Every other SentencePiece option at once: NFKC, Metaspace "always" with split,
       // ignore_merges, and no byte_fallback, so unknown characters become one fused <unk>.
       sentencepiece_options: cut(llama2, {corpusText, keepAdded: all, override: (out) => ({
