@@ -202,6 +202,20 @@ bool derived_buffer(const std::string& name) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A config.json from its fields (name, JSON text), in order, with the end-of-document id as
+// both BOS and EOS when the tokenizer has one.
+std::string config_text(std::vector<std::pair<std::string, std::string>> fields, int64_t eos_id) {
+  if (eos_id >= 0) {
+    fields.push_back({"bos_token_id", std::to_string(eos_id)});
+    fields.push_back({"eos_token_id", std::to_string(eos_id)});
+  }
+  std::string json = "{";
+  for (size_t i = 0; i < fields.size(); ++i)
+    json +=
+        std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " + fields[i].second;
+  return json + "\n}\n";
+}
+
 std::string config_json(const Checkpoint& weights, int64_t eos_id) {
   const ModelConfig& m = weights.model;
   const bool qwen3 = m.qk_norm;  // LlamaForCausalLM has no QK-norm; Qwen3 is LLaMA plus QK-norm
@@ -233,15 +247,7 @@ std::string config_json(const Checkpoint& weights, int64_t eos_id) {
   } else {
     fields.push_back({"mlp_bias", "false"});
   }
-  if (eos_id >= 0) {
-    fields.push_back({"bos_token_id", std::to_string(eos_id)});
-    fields.push_back({"eos_token_id", std::to_string(eos_id)});
-  }
-  std::string json = "{";
-  for (size_t i = 0; i < fields.size(); ++i)
-    json +=
-        std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " + fields[i].second;
-  return json + "\n}\n";
+  return config_text(fields, eos_id);
 }
 
 // config.json of a design other than pre_ln: our model fields (doc/parameters.md derives every
@@ -259,15 +265,7 @@ std::string depthbench_config_json(const Checkpoint& weights, int64_t eos_id) {
   fields.push_back({"run_id", json_quote(weights.run_id)});
   fields.push_back({"torch_dtype", "\"float32\""});
   fields.push_back({"use_cache", "false"});
-  if (eos_id >= 0) {
-    fields.push_back({"bos_token_id", std::to_string(eos_id)});
-    fields.push_back({"eos_token_id", std::to_string(eos_id)});
-  }
-  std::string json = "{";
-  for (size_t i = 0; i < fields.size(); ++i)
-    json +=
-        std::string(i ? "," : "") + "\n  " + json_quote(fields[i].first) + ": " + fields[i].second;
-  return json + "\n}\n";
+  return config_text(fields, eos_id);
 }
 
 // A design option of our config.json back to the text of a weight file's design_options.

@@ -168,18 +168,23 @@ std::vector<double> train_losses(const RunConfig& c) {
   return test::read_tensor(f.get(), "curves/train_loss");
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(a_design_registered_from_a_test_file_is_found_with_its_parameters) {
-  BOOST_TEST(find_design("gated_residual").name == "gated_residual");
-  BOOST_TEST(design_names().find("gated_residual") != std::string::npos);
+// The test design at a tiny shape.
+ModelConfig gated_residual_config() {
   ModelConfig c;
   c.arch = "gated_residual";
   c.n_layer = 2;
   c.d_model = 8;
   c.n_head = 2;
   c.vocab_size = 16;
-  Model<double> model(c);
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_design_registered_from_a_test_file_is_found_with_its_parameters) {
+  BOOST_TEST(find_design("gated_residual").name == "gated_residual");
+  BOOST_TEST(design_names().find("gated_residual") != std::string::npos);
+  Model<double> model(gated_residual_config());
   BOOST_TEST(model.layout().id("blocks.1.ffn_gate") >= 0);
   BOOST_CHECK_THROW(DesignRegistration(make_design_info<GatedResidual>({.name = "gated_residual"})),
                     Error);
@@ -189,20 +194,15 @@ BOOST_AUTO_TEST_CASE(a_design_registered_from_a_test_file_is_found_with_its_para
 // the mean of its gate (read back from the parameters); the default path_weights, weight 1 on
 // every path, refuses a design whose entry declares branch gates.
 BOOST_AUTO_TEST_CASE(a_gated_design_weighs_its_paths_by_its_gates_and_the_default_refuses_it) {
-  ModelConfig c;
-  c.arch = "gated_residual";
-  c.n_layer = 2;
-  c.d_model = 8;
-  c.n_head = 2;
-  c.vocab_size = 16;
-  Model<double> model(c);
+  Model<double> model(gated_residual_config());
   model.initialize(1);
   const ParameterSpec& gate = model.layout().spec(model.layout().id("blocks.0.ffn_gate"));
   for (int64_t i = 0; i < gate.size(); ++i)  // mean 0.25
     model.params().values()[gate.offset + i] = i % 2 ? 0.5 : 0.0;
   Backbone<double>& net = model.backbone();
   const std::vector<double> w = model.design().path_weights(net);
-  const int n = 2 * c.n_layer + 1;  // sources: embedding, sublayers 0..3; consumers 0..3, readout
+  const int n = 2 * model.config().n_layer +
+                1;  // sources: embedding, sublayers 0..3; consumers 0..3, readout
   BOOST_REQUIRE(int(w.size()) == n * n);
   BOOST_TEST(w[0] == 1.0);               // the embedding into sublayer 0
   BOOST_TEST(w[1 * n + 1] == 1.0);       // sublayer 0 (gate 1 at init) into sublayer 1
