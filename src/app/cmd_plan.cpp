@@ -121,7 +121,10 @@ struct DiagnosticsTotal {
 
   void print(const std::vector<std::string>& names) const {
     std::string list;
-    for (const std::string& n : names) list += (list.empty() ? "" : " ") + n;
+    for (const std::string& n : names) {
+      if (!list.empty()) list += ' ';
+      list += n;
+    }
     char share[32];  // "1.5x" of training, or "0.17% of" for a large model
     if (largest_ratio >= 0.1)
       std::snprintf(share, sizeof share, "%.1fx", largest_ratio);

@@ -12,8 +12,10 @@ PlanThroughput::PlanThroughput(const sweep::Suite& suite)
       machine_(sweep::this_machine()) {
   if (!suite_value_) cache_ = sweep::read_throughput_cache(cache_path_);
   std::string depths;
-  for (const sweep::Shape& shape : sweep::suite_shapes(suite))
-    depths += (depths.empty() ? "" : " ") + std::to_string(shape.n_layer());
+  for (const sweep::Shape& shape : sweep::suite_shapes(suite)) {
+    if (!depths.empty()) depths += ' ';
+    depths += std::to_string(shape.n_layer());
+  }
   how_to_measure_ = "for L in " + depths + "; do mpirun -np N depthbench bench --suite " +
                     suite.source + " --depth $L; done";
 }

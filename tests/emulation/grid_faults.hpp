@@ -8,6 +8,17 @@
 
 namespace db::test {
 
+// A grid of `block`-sized blocks of the kernel `name`, with that much dynamic shared memory.
+inline emulation::LaunchShape launch_shape(dim3 grid, dim3 block, const char* name = "test",
+                                           size_t dynamic_bytes = 0) {
+  emulation::LaunchShape s;
+  s.grid = grid;
+  s.block = block;
+  s.dynamic_shared_bytes = dynamic_bytes;
+  s.kernel_name = name;
+  return s;
+}
+
 // The message of the DeviceFault that running `body` on grid `s` throws ("" when it runs clean).
 inline std::string fault_of(const emulation::LaunchShape& s, const std::function<void()>& body) {
   try {

@@ -21,8 +21,11 @@
 #include <random>
 #include <vector>
 
+#include "emulation/device_array.hpp"
 #include "emulation/libraries/cudnn_backend.hpp"
 #include "ops/cuda/cudnn_attention.hpp"
+
+using db::test::DeviceArray;
 
 namespace {
 
@@ -41,28 +44,6 @@ float from_bf16_bits(uint16_t h) {
   return f;
 }
 
-// A device allocation of `count` elements of T.
-template <class T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t count = 0;
-  explicit DeviceArray(size_t n) : count(n) {
-    BOOST_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&data), n * sizeof(T)) == cudaSuccess);
-    BOOST_REQUIRE(cudaMemset(data, 0, n * sizeof(T)) == cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(data); }
-  void upload(const std::vector<T>& host) {
-    BOOST_REQUIRE(cudaMemcpy(data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) ==
-                  cudaSuccess);
-  }
-  std::vector<T> download() const {
-    std::vector<T> host(count);
-    BOOST_REQUIRE(cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost) ==
-                  cudaSuccess);
-    return host;
-  }
-};
-
 // bf16 device copy of values (rounded), and back to float.
 struct Bf16Array : DeviceArray<uint16_t> {
   explicit Bf16Array(size_t n) : DeviceArray<uint16_t>(n) {}
@@ -73,7 +54,7 @@ struct Bf16Array : DeviceArray<uint16_t> {
   }
   db::cuda::bf16* bf16() const { return reinterpret_cast<db::cuda::bf16*>(data); }
   Vec values() const {
-    const std::vector<uint16_t> bits = download();
+    const std::vector<uint16_t> bits = to_host();
     Vec v(bits.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = from_bf16_bits(bits[i]);
     return v;
@@ -180,7 +161,7 @@ void check_attention(const db::AttentionShape& s) {
   BOOST_TEST_CONTEXT("B=" << s.batch << " T=" << s.seq_len << " H=" << s.heads
                           << " H_kv=" << s.kv_heads << " hd=" << s.head_dim) {
     // bf16 outputs of products whose P (and dS) the graph rounds to bf16; lse in fp32.
-    const double errors[5] = {relative_error(o, want.o), relative_error(lse.download(), want.lse),
+    const double errors[5] = {relative_error(o, want.o), relative_error(lse.to_host(), want.lse),
                               relative_error(dqd.values(), want.dq),
                               relative_error(dkd.values(), want.dk),
                               relative_error(dvd.values(), want.dv)};
@@ -341,7 +322,7 @@ BOOST_AUTO_TEST_CASE(matmul_reads_transposes_through_strides_and_broadcasts_grou
   BOOST_REQUIRE(op->finalize() == 0);
   Plan plan({op.get()});
   BOOST_REQUIRE(plan.execute({1, 2, 3}, {ad.data, bd.data, cd.data}) == 0);
-  const Vec c = cd.download();
+  const Vec c = cd.to_host();
   for (int64_t g = 0; g < G; ++g)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
@@ -383,7 +364,7 @@ BOOST_AUTO_TEST_CASE(reduction_and_reshape_follow_the_descriptors) {
   // Given out of order: the graph orders the copy after the reshape.
   Plan plan({&copy, r1.get(), &reshape, r2.get()});
   BOOST_REQUIRE(plan.execute({1, 2, 3, 4}, {xd.data, y1d.data, y2d.data, xtd.data}) == 0);
-  const Vec y1 = y1d.download(), y2 = y2d.download(), xt = xtd.download();
+  const Vec y1 = y1d.to_host(), y2 = y2d.to_host(), xt = xtd.to_host();
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
       float m = -INFINITY;

@@ -18,9 +18,12 @@
 #include <random>
 #include <vector>
 
+#include "emulation/device_array.hpp"
 #include "ops/cuda/gemm.hpp"
 
 using db::cuda::bf16;
+
+using db::test::DeviceArray;
 
 namespace {
 
@@ -46,25 +49,6 @@ bf16 float_to_bf16(float f) {  // round to nearest even
 float round_bf16(float f) {
   return bf16_to_float(float_to_bf16(f));
 }
-
-// Device copy of host values (T = float or bf16), freed by the owner.
-template <class T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t count = 0;
-  explicit DeviceArray(const std::vector<T>& host) : count(host.size()) {
-    BOOST_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(T)) == cudaSuccess);
-    BOOST_REQUIRE(cudaMemcpy(data, host.data(), count * sizeof(T), cudaMemcpyHostToDevice) ==
-                  cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(data); }
-  std::vector<T> to_host() const {
-    std::vector<T> host(count);
-    BOOST_REQUIRE(cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost) ==
-                  cudaSuccess);
-    return host;
-  }
-};
 
 std::vector<float> random_values(size_t n, unsigned seed) {
   std::mt19937 rng(seed);

@@ -15,8 +15,11 @@
 #include <cstdio>
 #include <vector>
 
+#include "emulation/device_array.hpp"
 #include "emulation/libraries/nccl_mpi.hpp"
 #include "ops/cuda/nccl_communicator.hpp"
+
+using db::test::DeviceArray;
 
 namespace {
 
@@ -46,24 +49,6 @@ ncclComm_t make_comm() {
   BOOST_REQUIRE(ncclCommInitRank(&comm, world_size(), id, world_rank()) == ncclSuccess);
   return comm;
 }
-
-template <class T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t count;
-  explicit DeviceArray(const std::vector<T>& host) : count(host.size()) {
-    BOOST_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(T)) == cudaSuccess);
-    BOOST_REQUIRE(cudaMemcpy(data, host.data(), count * sizeof(T), cudaMemcpyHostToDevice) ==
-                  cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(data); }
-  std::vector<T> to_host() const {
-    std::vector<T> host(count);
-    BOOST_REQUIRE(cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost) ==
-                  cudaSuccess);
-    return host;
-  }
-};
 
 // Rank r holds (r + 1)·i + 0.25: small integers and quarters, so every sum is exact.
 template <class T>

@@ -28,17 +28,9 @@ namespace ptx = db::emulation::ptx;
 
 namespace {
 
-LaunchShape shape(dim3 grid, dim3 block, const char* name, size_t dynamic_bytes = 0) {
-  LaunchShape s;
-  s.grid = grid;
-  s.block = block;
-  s.dynamic_shared_bytes = dynamic_bytes;
-  s.kernel_name = name;
-  return s;
-}
-
 using db::test::contains;
 using db::test::fault_of;
+using db::test::launch_shape;
 
 // Device memory from the emulated runtime (the checker knows its allocations).
 template <class T>
@@ -75,7 +67,7 @@ BOOST_AUTO_TEST_CASE(a_reduction_with_its_barriers_runs_clean) {
   float* x = device_array<float>(blocks * threads);
   float* out = device_array<float>(blocks);
   for (int i = 0; i < blocks * threads; ++i) x[i] = float(i % 10);
-  const std::string fault = fault_of(shape(dim3(blocks), dim3(threads), "tree_sum"),
+  const std::string fault = fault_of(launch_shape(dim3(blocks), dim3(threads), "tree_sum"),
                                      [&] { tree_sum_kernel(out, x, true); });
   BOOST_TEST(fault == "");
   for (int b = 0; b < blocks; ++b) {
@@ -89,8 +81,8 @@ BOOST_AUTO_TEST_CASE(a_reduction_missing_its_barrier_is_a_shared_memory_race) {
   float* x = device_array<float>(256);
   float* out = device_array<float>(1);
   for (int i = 0; i < 256; ++i) x[i] = 1.0f;
-  const std::string fault =
-      fault_of(shape(dim3(1), dim3(256), "tree_sum_racy"), [&] { tree_sum_kernel(out, x, false); });
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(256), "tree_sum_racy"),
+                                     [&] { tree_sum_kernel(out, x, false); });
   BOOST_TEST_MESSAGE(fault);
   BOOST_TEST(contains(fault, "kernel tree_sum_racy, block (0,0,0), thread"));
   BOOST_TEST(contains(fault, "shared-memory race"));
@@ -102,18 +94,18 @@ BOOST_AUTO_TEST_CASE(an_out_of_bounds_read_in_the_tail_block_is_reported) {
   float* x = device_array<float>(n);
   float* y = device_array<float>(n);
   for (int i = 0; i < n; ++i) x[i] = float(i);
-  std::string fault = fault_of(shape(dim3(blocks), dim3(threads), "double_guarded"),
+  std::string fault = fault_of(launch_shape(dim3(blocks), dim3(threads), "double_guarded"),
                                [&] { double_kernel(y, x, n, true); });
   BOOST_TEST(fault == "");
   BOOST_TEST(y[n - 1] == 2.0f * float(n - 1));
-  fault = fault_of(shape(dim3(blocks), dim3(threads), "double_unguarded"),
+  fault = fault_of(launch_shape(dim3(blocks), dim3(threads), "double_unguarded"),
                    [&] { double_kernel(y, x, n, false); });
   BOOST_TEST_MESSAGE(fault);
   // Element 1000 is the first past the end: block 7, thread 1000 - 896 = 104.
   BOOST_TEST(contains(fault, "kernel double_unguarded, block (7,0,0), thread (104,0,0)"));
   BOOST_TEST(contains(fault, "out-of-bounds global read of 4 bytes"));
   // The device runs the next kernel normally.
-  fault = fault_of(shape(dim3(blocks), dim3(threads), "double_guarded"),
+  fault = fault_of(launch_shape(dim3(blocks), dim3(threads), "double_guarded"),
                    [&] { double_kernel(y, x, n, true); });
   BOOST_TEST(fault == "");
 }
@@ -121,7 +113,7 @@ BOOST_AUTO_TEST_CASE(an_out_of_bounds_read_in_the_tail_block_is_reported) {
 BOOST_AUTO_TEST_CASE(reading_shared_memory_the_block_never_wrote_is_reported) {
   // Block 1 reads the slot block 0 wrote: on a GPU another block's leftovers (or garbage).
   std::vector<float> out(2, 0.0f);
-  std::string fault = fault_of(shape(dim3(2), dim3(32), "stale_shared"), [&] {
+  std::string fault = fault_of(launch_shape(dim3(2), dim3(32), "stale_shared"), [&] {
     __shared__ float s[32];
     if (blockIdx.x == 0) s[threadIdx.x] = 1.0f;
     __syncthreads();
@@ -131,7 +123,7 @@ BOOST_AUTO_TEST_CASE(reading_shared_memory_the_block_never_wrote_is_reported) {
   BOOST_TEST(contains(fault, "kernel stale_shared, block (1,0,0), thread (0,0,0)"));
   BOOST_TEST(contains(fault, "never wrote (uninitialised)"));
   // Dynamic shared memory too.
-  fault = fault_of(shape(dim3(1), dim3(32), "uninit_dynamic", 256), [&] {
+  fault = fault_of(launch_shape(dim3(1), dim3(32), "uninit_dynamic", 256), [&] {
     float* s = static_cast<float*>(db::emulation::dynamic_shared_memory());
     s[threadIdx.x] = 1.0f;
     __syncthreads();
@@ -158,10 +150,11 @@ BOOST_AUTO_TEST_CASE(
     seen[t] = s[4 * t + 1];
     ptx::cp_async_wait_group(0);
   };
-  std::string fault = fault_of(shape(dim3(1), dim3(32), "cp_async_ok", 512), [&] { kernel(true); });
+  std::string fault =
+      fault_of(launch_shape(dim3(1), dim3(32), "cp_async_ok", 512), [&] { kernel(true); });
   BOOST_TEST(fault == "");
   BOOST_TEST(seen[3] == 13.0f);
-  fault = fault_of(shape(dim3(1), dim3(32), "cp_async_early", 512), [&] { kernel(false); });
+  fault = fault_of(launch_shape(dim3(1), dim3(32), "cp_async_early", 512), [&] { kernel(false); });
   BOOST_TEST_MESSAGE(fault);
   BOOST_TEST(seen[0] == -1.0f);  // the old contents
   BOOST_TEST(contains(fault, "kernel cp_async_early, block (0,0,0), thread (0,0,0)"));
@@ -186,10 +179,12 @@ BOOST_AUTO_TEST_CASE(a_wait_group_off_by_one_is_reported) {
     sum[t] = s[(4 * t + 4) % 128];  // another thread's copy of tile 0
     ptx::cp_async_wait_group(0);
   };
-  std::string fault = fault_of(shape(dim3(1), dim3(32), "pipeline_ok", 1024), [&] { kernel(1); });
+  std::string fault =
+      fault_of(launch_shape(dim3(1), dim3(32), "pipeline_ok", 1024), [&] { kernel(1); });
   BOOST_TEST(fault == "");
   BOOST_TEST(sum[0] == 4.0f);
-  fault = fault_of(shape(dim3(1), dim3(32), "pipeline_off_by_one", 1024), [&] { kernel(2); });
+  fault =
+      fault_of(launch_shape(dim3(1), dim3(32), "pipeline_off_by_one", 1024), [&] { kernel(2); });
   BOOST_TEST_MESSAGE(fault);
   BOOST_TEST(contains(fault, "pipeline_off_by_one"));
   BOOST_TEST(contains(fault, "before its cp.async.wait_group"));
@@ -221,11 +216,11 @@ BOOST_AUTO_TEST_CASE(refilling_a_shared_buffer_without_a_barrier_is_a_write_afte
     acc[t] = sum;
   };
   for (bool with_cp_async : {false, true}) {
-    std::string fault =
-        fault_of(shape(dim3(1), dim3(threads), "refill_ok"), [&] { kernel(true, with_cp_async); });
+    std::string fault = fault_of(launch_shape(dim3(1), dim3(threads), "refill_ok"),
+                                 [&] { kernel(true, with_cp_async); });
     BOOST_TEST(fault == "");
     BOOST_TEST(acc[0] == 1.0f + 65.0f);
-    fault = fault_of(shape(dim3(1), dim3(threads), "refill_racy"),
+    fault = fault_of(launch_shape(dim3(1), dim3(threads), "refill_racy"),
                      [&] { kernel(false, with_cp_async); });
     BOOST_TEST_MESSAGE(fault);
     BOOST_TEST(contains(fault, "shared-memory race (write after read)"));
@@ -243,20 +238,22 @@ BOOST_AUTO_TEST_CASE(lanes_exchanging_through_shared_memory_need_a_warp_sync) {
     if (sync) __syncwarp();
     out[t] = s[t ^ partner_xor];
   };
-  std::string fault = fault_of(shape(dim3(1), dim3(64), "warp_exchange"), [&] { kernel(true, 1); });
+  std::string fault =
+      fault_of(launch_shape(dim3(1), dim3(64), "warp_exchange"), [&] { kernel(true, 1); });
   BOOST_TEST(fault == "");
   BOOST_TEST(out[6] == 7);
-  fault = fault_of(shape(dim3(1), dim3(64), "warp_exchange_unsynced"), [&] { kernel(false, 1); });
+  fault = fault_of(launch_shape(dim3(1), dim3(64), "warp_exchange_unsynced"),
+                   [&] { kernel(false, 1); });
   BOOST_TEST_MESSAGE(fault);
   BOOST_TEST(contains(fault, "shared-memory race"));
-  fault = fault_of(shape(dim3(1), dim3(64), "cross_warp"), [&] { kernel(true, 32); });
+  fault = fault_of(launch_shape(dim3(1), dim3(64), "cross_warp"), [&] { kernel(true, 32); });
   BOOST_TEST_MESSAGE(fault);
   BOOST_TEST(contains(fault, "shared-memory race"));
 }
 
 BOOST_AUTO_TEST_CASE(two_threads_writing_one_shared_word_race) {
   std::vector<int> out(1, 0);
-  const std::string fault = fault_of(shape(dim3(1), dim3(64), "waw"), [&] {
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(64), "waw"), [&] {
     __shared__ int flag;
     if (threadIdx.x % 32 == 0) flag = int(threadIdx.x);
     __syncthreads();
@@ -270,7 +267,7 @@ BOOST_AUTO_TEST_CASE(two_threads_writing_one_shared_word_race) {
 
 BOOST_AUTO_TEST_CASE(shared_atomics_do_not_race_each_other_but_plain_reads_of_them_do) {
   std::vector<int> out(1, 0);
-  std::string fault = fault_of(shape(dim3(1), dim3(128), "atomic_count"), [&] {
+  std::string fault = fault_of(launch_shape(dim3(1), dim3(128), "atomic_count"), [&] {
     __shared__ int count;
     if (threadIdx.x == 0) count = 0;
     __syncthreads();
@@ -280,7 +277,7 @@ BOOST_AUTO_TEST_CASE(shared_atomics_do_not_race_each_other_but_plain_reads_of_th
   });
   BOOST_TEST(fault == "");
   BOOST_TEST(out[0] == 128);
-  fault = fault_of(shape(dim3(1), dim3(128), "atomic_then_read"), [&] {
+  fault = fault_of(launch_shape(dim3(1), dim3(128), "atomic_then_read"), [&] {
     __shared__ int count;
     if (threadIdx.x == 0) count = 0;
     __syncthreads();
@@ -302,14 +299,14 @@ BOOST_AUTO_TEST_CASE(checked_kernels_of_a_million_threads_run_in_seconds) {
   for (int i = 0; i < n; ++i) x[i] = 1.0f;
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpu_start = std::clock();
-  BOOST_TEST(fault_of(shape(dim3(n / 256), dim3(256), "double"),
+  BOOST_TEST(fault_of(launch_shape(dim3(n / 256), dim3(256), "double"),
                       [&] { double_kernel(y, x, n, true); }) == "");
   const double elementwise_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double elementwise_cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   start = std::chrono::steady_clock::now();
   cpu_start = std::clock();
-  BOOST_TEST(fault_of(shape(dim3(4096), dim3(256), "tree_sum"),
+  BOOST_TEST(fault_of(launch_shape(dim3(4096), dim3(256), "tree_sum"),
                       [&] { tree_sum_kernel(sums, x, true); }) == "");
   const double reduction_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -337,9 +334,9 @@ BOOST_AUTO_TEST_CASE(static_and_dynamic_shared_memory_over_227_kib_is_a_fault) {
     __syncthreads();
     out[threadIdx.x] = char(big[count - 1 - threadIdx.x]);
   };
-  BOOST_TEST(fault_of(shape(dim3(1), dim3(256), "fits", 20 * 1024), kernel) == "");
+  BOOST_TEST(fault_of(launch_shape(dim3(1), dim3(256), "fits", 20 * 1024), kernel) == "");
   const std::string fault =
-      fault_of(shape(dim3(1), dim3(256), "too_much_shared", 40 * 1024), kernel);
+      fault_of(launch_shape(dim3(1), dim3(256), "too_much_shared", 40 * 1024), kernel);
   BOOST_TEST_MESSAGE(fault);
   BOOST_TEST(contains(fault, "over the 227 KiB"));
 }
@@ -353,13 +350,13 @@ BOOST_AUTO_TEST_CASE(the_hooks_check_nothing_outside_kernels) {
   float* x = device_array<float>(4);
   __tsan_read4(x + 1000);  // far past the allocation: would be out of bounds in a kernel
   __tsan_write16(x + 1000);
-  BOOST_TEST(fault_of(shape(dim3(1), dim3(1), "after"), [&] { x[0] = 1.0f; }) == "");
+  BOOST_TEST(fault_of(launch_shape(dim3(1), dim3(1), "after"), [&] { x[0] = 1.0f; }) == "");
 }
 
 BOOST_AUTO_TEST_CASE(reading_a_slot_before_writing_it_is_uninitialised_even_when_written_later) {
   // s[t] += x: the read of s[t] comes before any write (a missing zero-initialisation).
   std::vector<float> out(32, 0.0f);
-  const std::string fault = fault_of(shape(dim3(1), dim3(32), "missing_zero"), [&] {
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(32), "missing_zero"), [&] {
     __shared__ float s[32];
     s[threadIdx.x] += 1.0f;
     __syncthreads();
@@ -392,7 +389,7 @@ __device__ float block_sum(float v, float* scratch) {
 
 BOOST_AUTO_TEST_CASE(the_backends_block_sum_called_twice_runs_clean) {
   std::vector<float> out(256, 0.0f);
-  const std::string fault = fault_of(shape(dim3(2), dim3(256), "block_sum_twice"), [&] {
+  const std::string fault = fault_of(launch_shape(dim3(2), dim3(256), "block_sum_twice"), [&] {
     __shared__ float scratch[32];
     const float a = block_sum(1.0f, scratch);
     const float b = block_sum(float(threadIdx.x), scratch);

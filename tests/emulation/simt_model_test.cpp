@@ -28,17 +28,9 @@ using db::emulation::run_grid;
 
 namespace {
 
-LaunchShape shape(dim3 grid, dim3 block, size_t dynamic_bytes = 0, const char* name = "test") {
-  LaunchShape s;
-  s.grid = grid;
-  s.block = block;
-  s.dynamic_shared_bytes = dynamic_bytes;
-  s.kernel_name = name;
-  return s;
-}
-
 using db::test::contains;
 using db::test::fault_of;
+using db::test::launch_shape;
 
 // ---- kernels -----------------------------------------------------------------------------------
 
@@ -76,7 +68,7 @@ BOOST_AUTO_TEST_CASE(every_thread_of_a_3d_grid_runs_once_with_its_own_indices) {
   const int threads = 3 * 2 * 2 * 4 * 3 * 2;
   std::vector<int> hits(threads, 0);
   std::vector<unsigned> code(threads, 0);
-  run_grid(shape(grid, block), [&] {
+  run_grid(launch_shape(grid, block), [&] {
     BOOST_REQUIRE(blockDim.x == 4 && blockDim.y == 3 && blockDim.z == 2);
     BOOST_REQUIRE(gridDim.x == 3 && gridDim.y == 2 && gridDim.z == 2);
     const unsigned block_id = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
@@ -101,7 +93,8 @@ BOOST_AUTO_TEST_CASE(block_reduction_with_shuffles_and_shared_memory_matches_the
   const int n = 1000, threads = 256, blocks = (n + threads - 1) / threads;
   std::vector<float> x(n), out(blocks, -1.0f);
   for (int i = 0; i < n; ++i) x[i] = float(i % 97);
-  run_grid(shape(dim3(blocks), dim3(threads)), [&] { block_sum_kernel(out.data(), x.data(), n); });
+  run_grid(launch_shape(dim3(blocks), dim3(threads)),
+           [&] { block_sum_kernel(out.data(), x.data(), n); });
   for (int b = 0; b < blocks; ++b) {
     float expected = 0;
     for (int i = b * threads; i < std::min(n, (b + 1) * threads); ++i) expected += x[i];
@@ -114,7 +107,7 @@ BOOST_AUTO_TEST_CASE(a_barrier_makes_every_threads_shared_write_visible) {
   // to completion one after another) thread i would see the neighbour's slot unwritten.
   const int threads = 128;
   std::vector<int> out(threads, -1);
-  run_grid(shape(dim3(2), dim3(threads)), [&] {
+  run_grid(launch_shape(dim3(2), dim3(threads)), [&] {
     __shared__ int slot[128];
     slot[threadIdx.x] = int(threadIdx.x + 1000 * blockIdx.x);
     __syncthreads();
@@ -124,7 +117,7 @@ BOOST_AUTO_TEST_CASE(a_barrier_makes_every_threads_shared_write_visible) {
 }
 
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_while_others_wait_at_a_barrier_is_a_fault) {
-  const std::string fault = fault_of(shape(dim3(1), dim3(64), 0, "early_exit"), [] {
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(64), "early_exit"), [] {
     if (threadIdx.x < 16) return;  // a divergent early return before a block-wide barrier
     __syncthreads();
   });
@@ -139,7 +132,7 @@ BOOST_AUTO_TEST_CASE(threads_meeting_at_different_barriers_pass_when_all_arrive)
   // CUDA counts arrivals, not call sites: two barrier statements reached by complementary halves
   // still release the block.
   std::vector<int> out(64, 0);
-  const std::string fault = fault_of(shape(dim3(1), dim3(64)), [&] {
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(64)), [&] {
     __shared__ int s[64];
     s[threadIdx.x] = int(threadIdx.x);
     if (threadIdx.x < 32)
@@ -155,7 +148,7 @@ BOOST_AUTO_TEST_CASE(threads_meeting_at_different_barriers_pass_when_all_arrive)
 BOOST_AUTO_TEST_CASE(a_barrier_some_threads_never_reach_is_a_fault_naming_both_sides) {
   // Half the block waits at a barrier, the other half at a second barrier after a loop the first
   // half never finishes: a deadlock on a GPU, a fault here.
-  const std::string fault = fault_of(shape(dim3(2), dim3(64), 0, "two_barriers"), [] {
+  const std::string fault = fault_of(launch_shape(dim3(2), dim3(64), "two_barriers"), [] {
     if (threadIdx.x >= 32) {
       __syncthreads();
       __syncthreads();
@@ -171,17 +164,18 @@ BOOST_AUTO_TEST_CASE(a_barrier_some_threads_never_reach_is_a_fault_naming_both_s
 
 BOOST_AUTO_TEST_CASE(launches_over_the_h200_limits_are_refused) {
   using db::emulation::check_launch;
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(1024))) == cudaSuccess);
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(1025))) == cudaErrorInvalidConfiguration);
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(32, 32, 2))) == cudaErrorInvalidConfiguration);
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(1, 1, 65))) == cudaErrorInvalidConfiguration);
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(0))) == cudaErrorInvalidConfiguration);
-  BOOST_TEST(check_launch(shape(dim3(1, 65536), dim3(32))) == cudaErrorInvalidConfiguration);
-  BOOST_TEST(check_launch(shape(dim3(2147483647u), dim3(32))) == cudaSuccess);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(1024))) == cudaSuccess);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(1025))) == cudaErrorInvalidConfiguration);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(32, 32, 2))) == cudaErrorInvalidConfiguration);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(1, 1, 65))) == cudaErrorInvalidConfiguration);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(0))) == cudaErrorInvalidConfiguration);
+  BOOST_TEST(check_launch(launch_shape(dim3(1, 65536), dim3(32))) == cudaErrorInvalidConfiguration);
+  BOOST_TEST(check_launch(launch_shape(dim3(2147483647u), dim3(32))) == cudaSuccess);
   // Dynamic shared memory: 48 KiB without the opt-in attribute, up to 227 KiB with it.
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(32), 48 * 1024)) == cudaSuccess);
-  BOOST_TEST(check_launch(shape(dim3(1), dim3(32), 48 * 1024 + 1)) == cudaErrorInvalidValue);
-  LaunchShape opted = shape(dim3(1), dim3(32), 232448);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(32), "test", 48 * 1024)) == cudaSuccess);
+  BOOST_TEST(check_launch(launch_shape(dim3(1), dim3(32), "test", 48 * 1024 + 1)) ==
+             cudaErrorInvalidValue);
+  LaunchShape opted = launch_shape(dim3(1), dim3(32), "test", 232448);
   opted.max_dynamic_shared_bytes = 232448;
   BOOST_TEST(check_launch(opted) == cudaSuccess);
   opted.dynamic_shared_bytes = 232449;
@@ -191,7 +185,7 @@ BOOST_AUTO_TEST_CASE(launches_over_the_h200_limits_are_refused) {
   // run_grid refuses too, before any thread runs.
   bool ran = false;
   const std::string fault =
-      fault_of(shape(dim3(1), dim3(32), 64 * 1024, "big_smem"), [&] { ran = true; });
+      fault_of(launch_shape(dim3(1), dim3(32), "big_smem", 64 * 1024), [&] { ran = true; });
   BOOST_TEST(contains(fault, "big_smem"));
   BOOST_TEST(contains(fault, "cudaErrorInvalidValue"));
   BOOST_TEST(!ran);
@@ -202,7 +196,7 @@ BOOST_AUTO_TEST_CASE(dynamic_shared_memory_is_one_aligned_buffer_per_block_and_s
   // does not inherit what the previous block left (it is poisoned to NaN bytes).
   std::vector<float> seen(4, 0.0f);
   std::vector<int> aligned(4, 0);
-  run_grid(shape(dim3(4), dim3(64), 64 * sizeof(float)), [&] {
+  run_grid(launch_shape(dim3(4), dim3(64), "test", 64 * sizeof(float)), [&] {
     float* s = static_cast<float*>(db::emulation::dynamic_shared_memory());
     if (threadIdx.x == 0) {
       seen[blockIdx.x] = s[63];  // before anyone of this block wrote it
@@ -222,7 +216,7 @@ BOOST_AUTO_TEST_CASE(static_shared_arrays_are_one_array_per_block) {
   // Thread 0 writes, the others read after the barrier: one array for the block (not one per
   // thread), and a kernel instantiated twice has two arrays.
   std::vector<int> out(96, 0);
-  run_grid(shape(dim3(3), dim3(32)), [&] {
+  run_grid(launch_shape(dim3(3), dim3(32)), [&] {
     __shared__ int value;
     if (threadIdx.x == 0) value = int(blockIdx.x) + 7;
     __syncthreads();
@@ -235,7 +229,7 @@ BOOST_AUTO_TEST_CASE(shuffles_follow_the_ptx_source_lane_rules) {
   // idx, up, down and xor shuffles over segments of 8 lanes: sources outside the segment keep
   // the lane's own value.
   std::vector<int> idx(32), up(32), down(32), bfly(32);
-  run_grid(shape(dim3(1), dim3(32)), [&] {
+  run_grid(launch_shape(dim3(1), dim3(32)), [&] {
     const int lane = int(threadIdx.x), v = 100 + lane;
     idx[lane] = __shfl_sync(0xffffffffu, v, 3, 8);
     up[lane] = __shfl_up_sync(0xffffffffu, v, 2, 8);
@@ -256,7 +250,7 @@ BOOST_AUTO_TEST_CASE(a_partial_mask_gathers_only_its_lanes) {
   // ballot holds only the low half's votes.
   std::vector<unsigned> votes(32, 0);
   std::vector<int> sums(32, 0);
-  run_grid(shape(dim3(1), dim3(32)), [&] {
+  run_grid(launch_shape(dim3(1), dim3(32)), [&] {
     const int lane = int(threadIdx.x);
     if (lane < 16) {
       votes[lane] = __ballot_sync(0x0000ffffu, lane % 3 == 0);
@@ -277,7 +271,7 @@ BOOST_AUTO_TEST_CASE(a_partial_mask_gathers_only_its_lanes) {
 }
 
 BOOST_AUTO_TEST_CASE(a_lane_named_in_the_mask_that_never_arrives_is_a_fault) {
-  const std::string fault = fault_of(shape(dim3(1), dim3(32), 0, "lost_lane"), [] {
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(32), "lost_lane"), [] {
     if (threadIdx.x == 5) return;
     (void)__shfl_xor_sync(0xffffffffu, 1.0f, 1);
   });
@@ -288,18 +282,18 @@ BOOST_AUTO_TEST_CASE(a_lane_named_in_the_mask_that_never_arrives_is_a_fault) {
 }
 
 BOOST_AUTO_TEST_CASE(reading_a_lane_outside_the_mask_or_a_mask_without_oneself_is_a_fault) {
-  std::string fault = fault_of(shape(dim3(1), dim3(32)), [] {
+  std::string fault = fault_of(launch_shape(dim3(1), dim3(32)), [] {
     if (threadIdx.x < 16) (void)__shfl_xor_sync(0x0000ffffu, 1, 16);  // partner out of the mask
   });
   // lane ^ 16 stays in the 32-lane segment but is not a participant.
   BOOST_TEST(contains(fault, "not in the mask"));
-  fault = fault_of(shape(dim3(1), dim3(32)), [] { (void)__ballot_sync(0x1u, true); });
+  fault = fault_of(launch_shape(dim3(1), dim3(32)), [] { (void)__ballot_sync(0x1u, true); });
   BOOST_TEST(contains(fault, "does not name the calling lane"));
 }
 
 BOOST_AUTO_TEST_CASE(any_and_all_votes_and_syncwarp) {
   std::vector<int> any(64), all(64);
-  run_grid(shape(dim3(1), dim3(64)), [&] {
+  run_grid(launch_shape(dim3(1), dim3(64)), [&] {
     const int t = int(threadIdx.x);
     any[t] = __any_sync(0xffffffffu, t == 40);
     __syncwarp();
@@ -316,11 +310,11 @@ BOOST_AUTO_TEST_CASE(a_partial_last_warp_collects_only_its_existing_lanes) {
   // gathers the existing ones; a shuffle reading a lane that does not exist reads an undefined
   // value and is a fault.
   std::vector<unsigned> votes(40, 0);
-  run_grid(shape(dim3(1), dim3(40)),
+  run_grid(launch_shape(dim3(1), dim3(40)),
            [&] { votes[threadIdx.x] = __ballot_sync(0xffffffffu, true); });
   BOOST_TEST(votes[0] == 0xffffffffu);
   BOOST_TEST(votes[39] == 0xffu);
-  const std::string fault = fault_of(shape(dim3(1), dim3(40)), [] {
+  const std::string fault = fault_of(launch_shape(dim3(1), dim3(40)), [] {
     int v = 1;
     for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
   });
@@ -332,7 +326,7 @@ BOOST_AUTO_TEST_CASE(atomics_from_every_thread_add_up) {
   float total = 0.0f;
   unsigned long long big = 0;
   int highest = -1;
-  run_grid(shape(dim3(8), dim3(128)), [&] {
+  run_grid(launch_shape(dim3(8), dim3(128)), [&] {
     atomicAdd(&counter, 1);
     atomicAdd(&total, 0.5f);
     atomicAdd(&big, 1ull << 33);
@@ -345,14 +339,14 @@ BOOST_AUTO_TEST_CASE(atomics_from_every_thread_add_up) {
 }
 
 BOOST_AUTO_TEST_CASE(an_exception_in_a_kernel_is_a_device_fault_naming_the_thread) {
-  const std::string fault = fault_of(shape(dim3(2), dim3(8), 0, "throwing"), [] {
+  const std::string fault = fault_of(launch_shape(dim3(2), dim3(8), "throwing"), [] {
     if (blockIdx.x == 1 && threadIdx.x == 3) throw std::runtime_error("boom");
   });
   BOOST_TEST(contains(fault, "kernel throwing, block (1,0,0), thread (3,0,0)"));
   BOOST_TEST(contains(fault, "boom"));
   // The device stays usable after a fault.
   int ran = 0;
-  run_grid(shape(dim3(1), dim3(4)), [&] { ++ran; });
+  run_grid(launch_shape(dim3(1), dim3(4)), [&] { ++ran; });
   BOOST_TEST(ran == 4);
 }
 
@@ -365,7 +359,8 @@ BOOST_AUTO_TEST_CASE(a_million_thread_grid_and_4096_block_reductions_run_in_seco
   std::iota(x.begin(), x.end(), 0.0f);
   auto start = std::chrono::steady_clock::now();
   std::clock_t cpu_start = std::clock();
-  run_grid(shape(dim3(n / 256), dim3(256)), [&] { scale_kernel(y.data(), x.data(), 2.0f, n); });
+  run_grid(launch_shape(dim3(n / 256), dim3(256)),
+           [&] { scale_kernel(y.data(), x.data(), 2.0f, n); });
   const double elementwise_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double elementwise_cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
@@ -375,7 +370,7 @@ BOOST_AUTO_TEST_CASE(a_million_thread_grid_and_4096_block_reductions_run_in_seco
   std::vector<float> v(size_t(blocks) * threads, 1.0f), sums(blocks, 0.0f);
   start = std::chrono::steady_clock::now();
   cpu_start = std::clock();
-  run_grid(shape(dim3(blocks), dim3(threads)),
+  run_grid(launch_shape(dim3(blocks), dim3(threads)),
            [&] { block_sum_kernel(sums.data(), v.data(), blocks * threads); });
   const double reduction_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "emulation/simt/fault.hpp"
 #include "emulation/simt/grid.hpp"
 
 namespace db::emulation::detail {
@@ -91,6 +92,14 @@ struct BlockRun {
 // The block running on this host thread, nullptr when none (constinit: no TLS wrapper call in
 // the memory hooks' fast path).
 extern constinit thread_local BlockRun* active_block;
+
+// The block this host thread is running, for a device function called from kernel code;
+// `what` names the function in the fault when there is none.
+inline BlockRun& running_block(const char* what) {
+  BlockRun* run = active_block;
+  if (!run || !run->current) throw DeviceFault(std::string(what) + " called outside a kernel");
+  return *run;
+}
 
 void make_ready(BlockRun& run, unsigned thread);
 // Suspends the current thread until the scheduler resumes it.

@@ -15,12 +15,6 @@ using namespace detail;
 
 namespace {
 
-BlockRun& running(const char* what) {
-  BlockRun* run = active_block;
-  if (!run || !run->current) throw DeviceFault(std::string(what) + " called outside a kernel");
-  return *run;
-}
-
 struct ShuffleGroup {
   static void complete(WarpGroup& g) {
     for (unsigned lane = 0; lane < kWarpSize; ++lane) {
@@ -49,7 +43,7 @@ struct Vote {
 }  // namespace
 
 void syncthreads(const char* file, unsigned line) {
-  BlockRun& run = running("__syncthreads");
+  BlockRun& run = running_block("__syncthreads");
   EmulatedThread& t = *run.current;
   t.state = ThreadState::at_barrier;
   t.site = WaitSite{"__syncthreads", file, line};
@@ -81,11 +75,11 @@ unsigned ballot(unsigned mask, bool predicate, const char* what, const char* fil
 }
 
 unsigned lane_id() {
-  return running("lane_id").current->lane;
+  return running_block("lane_id").current->lane;
 }
 
 unsigned existing_lanes(unsigned mask) {
-  BlockRun& run = running("existing_lanes");
+  BlockRun& run = running_block("existing_lanes");
   return mask & run.warps[run.current->warp].existing_lanes;
 }
 

@@ -17,12 +17,6 @@ using namespace detail;
 
 namespace {
 
-BlockRun& running(const char* what) {
-  BlockRun* run = active_block;
-  if (!run || !run->current) throw DeviceFault(std::string(what) + " called outside a kernel");
-  return *run;
-}
-
 float bf16_to_float(uint16_t bits) {
   const uint32_t wide = uint32_t(bits) << 16;
   float f;
@@ -110,7 +104,7 @@ void complete_ldmatrix(WarpGroup& g) {
 }  // namespace
 
 void mma_m16n8k16_bf16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  BlockRun& run = running("mma.sync");
+  BlockRun& run = running_block("mma.sync");
   require_full_warp(run, "mma.sync.m16n8k16");
   const MmaLane lane{a, b, d};
   warp_collective(0xffffffffu, WaitSite{"mma.sync.m16n8k16", "", 0}, &complete_mma, &lane, nullptr,
@@ -118,21 +112,21 @@ void mma_m16n8k16_bf16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t
 }
 
 void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
-  BlockRun& run = running("ldmatrix");
+  BlockRun& run = running_block("ldmatrix");
   require_full_warp(run, "ldmatrix.x4");
   warp_collective(0xffffffffu, WaitSite{"ldmatrix.x4", "", 0}, &complete_ldmatrix<false>,
                   row_address, r, 0);
 }
 
 void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
-  BlockRun& run = running("ldmatrix");
+  BlockRun& run = running_block("ldmatrix");
   require_full_warp(run, "ldmatrix.x4.trans");
   warp_collective(0xffffffffu, WaitSite{"ldmatrix.x4.trans", "", 0}, &complete_ldmatrix<true>,
                   row_address, r, 0);
 }
 
 void cp_async(void* shared_dst, const void* global_src, int bytes, int src_bytes) {
-  BlockRun& run = running("cp.async");
+  BlockRun& run = running_block("cp.async");
   EmulatedThread& t = *run.current;
   char* dst = static_cast<char*>(shared_dst);
   if (bytes != 4 && bytes != 8 && bytes != 16)
@@ -153,11 +147,11 @@ void cp_async(void* shared_dst, const void* global_src, int bytes, int src_bytes
 }
 
 void cp_async_commit_group() {
-  ++running("cp.async.commit_group").current->committed_groups;
+  ++running_block("cp.async.commit_group").current->committed_groups;
 }
 
 void cp_async_wait_group(int n) {
-  BlockRun& run = running("cp.async.wait_group");
+  BlockRun& run = running_block("cp.async.wait_group");
   cp_async_wait(run, *run.current, n);
 }
 
