@@ -585,6 +585,21 @@ EOF
   fi
 }
 
+# A tiny trained run of ARCH (runs/NAME) exported to HF (runs/NAME-hf), with our loss of every
+# validation window in ours_NAME.csv; its output goes to logs/hf_NAME.log. Uses the hf stage's
+# val, seq and windows.
+hf_trained_export() {
+  local arch=$1 name=$2 log=$LOGS/hf_$2.log
+  t "$DEPTHBENCH" train --model.arch "$arch" --model.n_layer 2 --model.d_model 64 --model.n_head 4 \
+    --model.n_kv_head 2 --model.vocab_size 257 --train.backend "$BACKEND" --train.steps 30 \
+    --train.seq_len "$seq" --train.global_batch 8 --train.micro_batch 8 --train.learning_rate 3e-3 \
+    --train.val_windows 4 --data.train_files 'data/train_*.npy' --data.val_files "$val" \
+    --output.dir runs --output.name "$name" >"$log" 2>&1 &&
+    t "$DEPTHBENCH" export "runs/$name.h5" --format hf --out "runs/$name-hf" >>"$log" 2>&1 &&
+    t "$DEPTHBENCH" eval --weights "runs/$name.weights" --data "$val" --windows "$windows" \
+      --seq-len "$seq" --backend "$BACKEND" --windows-csv "ours_$name.csv" >>"$log" 2>&1
+}
+
 # ---- 5. Hugging Face interop with the real transformers -----------------------------------------
 # One Python process compares all three (hf_interop.py check: torch and transformers imported
 # once; it runs `depthbench eval --hf` on the tiny models it writes).
@@ -598,29 +613,15 @@ stage_hf() {
   bytes_data data || { row hf FAIL "tokenize failed"; return; }
   val=$(ls data/val_*.npy | head -1)
   echo "== a trained Pre-LN run, exported to HF"
-  if t "$DEPTHBENCH" train --model.arch pre_ln --model.n_layer 2 --model.d_model 64 --model.n_head 4 \
-       --model.n_kv_head 2 --model.vocab_size 257 --train.backend "$BACKEND" --train.steps 30 \
-       --train.seq_len $seq --train.global_batch 8 --train.micro_batch 8 --train.learning_rate 3e-3 \
-       --train.val_windows 4 --data.train_files 'data/train_*.npy' --data.val_files "$val" \
-       --output.dir runs --output.name tiny >"$LOGS/hf_train.log" 2>&1 &&
-     t "$DEPTHBENCH" export runs/tiny.h5 --format hf --out runs/tiny-hf >>"$LOGS/hf_train.log" 2>&1 &&
-     t "$DEPTHBENCH" eval --weights runs/tiny.weights --data "$val" --windows $windows --seq-len $seq \
-       --backend "$BACKEND" --windows-csv ours_export.csv >>"$LOGS/hf_train.log" 2>&1; then
-    exported=(--exported runs/tiny-hf=ours_export.csv)
+  if hf_trained_export pre_ln tiny; then
+    exported=(--exported runs/tiny-hf=ours_tiny.csv)
   elif stage_time_spent $?; then
-    row "hf export -> Llama" skipped "stage time spent (logs/hf_train.log)"
+    row "hf export -> Llama" skipped "stage time spent (logs/hf_tiny.log)"
   else
-    row "hf export -> Llama" FAIL "train/export/eval failed" "$LOGS/hf_train.log"
+    row "hf export -> Llama" FAIL "train/export/eval failed" "$LOGS/hf_tiny.log"
   fi
   echo "== a trained HC run, exported to HF with its modelling code (trust_remote_code)"
-  if t "$DEPTHBENCH" train --model.arch hc --model.n_layer 2 --model.d_model 64 --model.n_head 4 \
-       --model.n_kv_head 2 --model.vocab_size 257 --train.backend "$BACKEND" --train.steps 30 \
-       --train.seq_len $seq --train.global_batch 8 --train.micro_batch 8 --train.learning_rate 3e-3 \
-       --train.val_windows 4 --data.train_files 'data/train_*.npy' --data.val_files "$val" \
-       --output.dir runs --output.name hc >"$LOGS/hf_hc.log" 2>&1 &&
-     t "$DEPTHBENCH" export runs/hc.h5 --format hf --out runs/hc-hf >>"$LOGS/hf_hc.log" 2>&1 &&
-     t "$DEPTHBENCH" eval --weights runs/hc.weights --data "$val" --windows $windows --seq-len $seq \
-       --backend "$BACKEND" --windows-csv ours_hc.csv >>"$LOGS/hf_hc.log" 2>&1; then
+  if hf_trained_export hc hc; then
     exported+=(--exported runs/hc-hf=ours_hc.csv)
   elif stage_time_spent $?; then
     row "hf export -> remote code (hc)" skipped "stage time spent (logs/hf_hc.log)"
